@@ -1,0 +1,367 @@
+// Package render turns a cluster record into the spoke's manifests (the
+// CMP's generate step), the hub-side objects for that cluster, or the
+// per-org AppProjects. Templates (text/template + sprig) produce one
+// document per object with its boundary; the result is parsed back,
+// labelled, ordered by sync wave and serialised canonically, so the same
+// input always renders byte-identical output.
+package render
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+	"sigs.k8s.io/yaml"
+
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/names"
+	"github.com/spokeforge/spokeforge/internal/validate"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+//go:embed crds/onboarding.yaml
+var OnboardingCRD []byte
+
+var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
+
+// Boundaries in sync-wave order (seed 000), after the foundation wave.
+var Boundaries = []string{"foundation", "identity", "secrets", "certificates", "registry", "queues", "storage", "workload"}
+
+// Wave is the Argo CD sync wave of a boundary.
+func Wave(boundary string) int {
+	for i, b := range Boundaries {
+		if b == boundary {
+			return i
+		}
+	}
+	return 0
+}
+
+// Label keys every rendered object carries.
+const (
+	LabelCluster   = "spokeforge.io/cluster"
+	LabelBoundary  = "spokeforge.io/boundary"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+)
+
+// SystemNamespace holds spokeforge's own objects on the spoke.
+const SystemNamespace = "spokeforge-system"
+
+// Options are the build environment Argo CD passes and plugin parameters.
+type Options struct {
+	// Image of spokeforge for the agent and credential refresher.
+	Image string
+	// ESOVersion is the External Secrets apiVersion to render.
+	ESOVersion string
+	// ArgoNamespace is where hub objects go.
+	ArgoNamespace string
+	// HubSecretStore is the hub's ClusterSecretStore for cluster credentials.
+	HubSecretStore string
+	// RepoURL, TargetRevision and SourcePath locate the gitops repo for hub Applications.
+	RepoURL, TargetRevision, SourcePath string
+}
+
+// Object is one rendered object with the boundary it belongs to.
+type Object struct {
+	Boundary string
+	Obj      map[string]any
+}
+
+type doc struct {
+	Boundary string         `json:"boundary"`
+	Object   map[string]any `json:"object"`
+}
+
+type device struct {
+	Device v1alpha1.Device
+	PVName string
+}
+
+// Spoke renders a cluster's spoke objects.
+func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
+	c, n := e.Cluster, e.Names
+	s := c.Spec
+	nsSet := map[string]bool{}
+	regNS := map[string]bool{}
+	for _, x := range s.Secrets {
+		nsSet[x.Namespace] = true
+	}
+	for _, x := range s.Registries {
+		for _, ns := range x.Namespaces {
+			nsSet[ns] = true
+			regNS[ns] = true
+		}
+	}
+	for _, x := range s.Certificates {
+		nsSet[x.Namespace] = true
+	}
+	for _, x := range s.Workloads {
+		nsSet[x.Namespace] = true
+	}
+	delete(nsSet, SystemNamespace)
+	workloadNS := sortedKeys(nsSet)
+	if len(workloadNS) == 0 {
+		workloadNS = []string{SystemNamespace}
+	}
+	var devices []device
+	storageClass := "spokeforge-local-block"
+	if s.Storage != nil {
+		if s.Storage.StorageClass != "" {
+			storageClass = s.Storage.StorageClass
+		}
+		for _, d := range s.Storage.Devices {
+			sum := sha256.Sum256([]byte(d.Node + "\x00" + d.Path))
+			devices = append(devices, device{Device: d, PVName: fmt.Sprintf("%s-%s", c.Metadata.Name, hex.EncodeToString(sum[:5]))})
+		}
+	}
+	session := s.Identity.SessionDurationSeconds
+	if session == 0 {
+		session = 3600
+	}
+	crd, err := yaml.YAMLToJSON(OnboardingCRD)
+	if err != nil {
+		return nil, fmt.Errorf("embedded Onboarding CRD: %w", err)
+	}
+	data := map[string]any{
+		"C": c, "N": n, "SystemNamespace": SystemNamespace,
+		"Namespaces":           sortedKeys(nsSet),
+		"WorkloadNamespaces":   workloadNS,
+		"RegistryNamespaces":   sortedKeys(regNS),
+		"OnboardingCRD":        string(crd),
+		"Image":                o.Image,
+		"ESOVersion":           o.ESOVersion,
+		"SessionDuration":      session,
+		"StorageClass":         storageClass,
+		"Devices":              devices,
+		"DockerConfigTemplate": `{"auths":{"{{ .proxy_endpoint }}":{"username":"{{ .username }}","password":"{{ .password }}","auth":"{{ printf "%s:%s" .username .password | b64enc }}"}}}`,
+	}
+	return execute("spoke.yaml.tmpl", data, c.Metadata.Name)
+}
+
+// Hub renders the hub-side objects for one cluster: the ExternalSecret
+// that delivers its Argo CD cluster Secret, its spoke Application and its
+// workload Applications.
+func Hub(e validate.ClusterEntry, o Options) ([]Object, error) {
+	c := e.Cluster
+	project := c.Spec.Project
+	if project == "" {
+		project = "default"
+	}
+	credKey := names.DefaultCredentialsSecret
+	configTpl := `{"tlsClientConfig":{"caData":"{{ .caData | b64enc }}"},"bearerToken":"{{ .bearerToken }}"}`
+	if cr := c.Spec.Connection.Credentials; cr != nil {
+		if cr.SecretName != "" {
+			credKey = cr.SecretName
+		}
+		if cr.Type == "clientCertificate" {
+			configTpl = `{"tlsClientConfig":{"caData":"{{ .caData | b64enc }}","certData":"{{ .certData | b64enc }}","keyData":"{{ .keyData | b64enc }}"}}`
+		}
+	}
+	if o.RepoURL == "" {
+		return nil, fmt.Errorf("hub mode needs the gitops repo URL: Argo CD sets ARGOCD_APP_SOURCE_REPO_URL")
+	}
+	data := map[string]any{
+		"C": c, "N": e.Names,
+		"ESOVersion":            o.ESOVersion,
+		"ArgoNamespace":         o.ArgoNamespace,
+		"HubSecretStore":        o.HubSecretStore,
+		"CredentialsKey":        e.Names.SecretPath + "/" + credKey,
+		"ClusterConfigTemplate": configTpl,
+		"Project":               project,
+		"RepoURL":               o.RepoURL,
+		"TargetRevision":        o.TargetRevision,
+		"SourcePath":            o.SourcePath,
+	}
+	return execute("hub.yaml.tmpl", data, c.Metadata.Name)
+}
+
+type orgProject struct {
+	Name, Project string
+	Clusters      []clusterRef
+}
+
+type clusterRef struct {
+	Name      string
+	InCluster bool
+}
+
+// Projects renders one AppProject per org, its destinations from the allowlist.
+func Projects(clusters []validate.ClusterEntry, orgs []validate.OrgEntry, o Options) ([]Object, error) {
+	byName := map[string]*v1alpha1.Cluster{}
+	for _, c := range clusters {
+		byName[c.Cluster.Metadata.Name] = c.Cluster
+	}
+	var list []orgProject
+	for _, org := range orgs {
+		op := orgProject{Name: org.Org.Metadata.Name, Project: names.OrgProject(org.Org.Metadata.Name)}
+		allow := append([]string(nil), org.Org.Spec.ClusterAllowlist...)
+		sort.Strings(allow)
+		for _, cl := range allow {
+			if c, ok := byName[cl]; ok {
+				op.Clusters = append(op.Clusters, clusterRef{Name: cl, InCluster: c.Spec.Connection.InCluster})
+			}
+		}
+		list = append(list, op)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	repos := []string{"*"}
+	if o.RepoURL != "" {
+		repos = []string{o.RepoURL}
+	}
+	return execute("projects.yaml.tmpl", map[string]any{"Orgs": list, "ArgoNamespace": o.ArgoNamespace, "SourceRepos": repos}, "")
+}
+
+func execute(name string, data any, cluster string) ([]Object, error) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	var out []Object
+	for i, part := range splitDocs(buf.Bytes()) {
+		var d doc
+		if err := yaml.UnmarshalStrict(part, &d); err != nil {
+			return nil, fmt.Errorf("template %s produced invalid YAML in document %d: %w", name, i, err)
+		}
+		if d.Object == nil {
+			continue
+		}
+		label(d.Object, cluster, d.Boundary)
+		out = append(out, Object{Boundary: d.Boundary, Obj: d.Object})
+	}
+	return out, nil
+}
+
+func label(obj map[string]any, cluster, boundary string) {
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		obj["metadata"] = md
+	}
+	labels, _ := md["labels"].(map[string]any)
+	if labels == nil {
+		labels = map[string]any{}
+		md["labels"] = labels
+	}
+	labels[LabelManagedBy] = "spokeforge"
+	if cluster != "" {
+		labels[LabelCluster] = cluster
+	}
+	if boundary != "hub" {
+		labels[LabelBoundary] = boundary
+		ann, _ := md["annotations"].(map[string]any)
+		if ann == nil {
+			ann = map[string]any{}
+			md["annotations"] = ann
+		}
+		ann["argocd.argoproj.io/sync-wave"] = strconv.Itoa(Wave(boundary))
+	}
+}
+
+// splitDocs splits a template's output on document separators.
+func splitDocs(b []byte) [][]byte {
+	var docs [][]byte
+	for _, p := range bytes.Split(b, []byte("\n---")) {
+		if len(bytes.TrimSpace(p)) > 0 {
+			docs = append(docs, p)
+		}
+	}
+	return docs
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Sort orders objects by wave, then kind, namespace and name, so output
+// is stable whatever order templates produced.
+func Sort(objs []Object) {
+	key := func(o Object) (int, string, string, string) {
+		md, _ := o.Obj["metadata"].(map[string]any)
+		ns, _ := md["namespace"].(string)
+		name, _ := md["name"].(string)
+		kind, _ := o.Obj["kind"].(string)
+		return Wave(o.Boundary), kindRank(kind), ns, name
+	}
+	sort.SliceStable(objs, func(i, j int) bool {
+		wi, ki, ni, mi := key(objs[i])
+		wj, kj, nj, mj := key(objs[j])
+		if wi != wj {
+			return wi < wj
+		}
+		if ki != kj {
+			return ki < kj
+		}
+		if ni != nj {
+			return ni < nj
+		}
+		return mi < mj
+	})
+}
+
+// kindRank puts namespaces and CRDs first inside a wave, as kubectl would.
+func kindRank(kind string) string {
+	switch kind {
+	case "Namespace":
+		return "0"
+	case "CustomResourceDefinition":
+		return "1"
+	}
+	return "2" + kind
+}
+
+// Write serialises objects as a YAML stream, canonically.
+func Write(w io.Writer, objs []Object) error {
+	for i, o := range objs {
+		j, err := json.Marshal(o.Obj)
+		if err != nil {
+			return err
+		}
+		y, err := yaml.JSONToYAML(j)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			if _, err := io.WriteString(w, "---\n"); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(y); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ESOVersionFor picks the External Secrets apiVersion the destination
+// serves, from Argo CD's KUBE_API_VERSIONS (comma-separated group/versions).
+func ESOVersionFor(kubeAPIVersions string) (string, error) {
+	if strings.TrimSpace(kubeAPIVersions) == "" {
+		return "external-secrets.io/v1", nil
+	}
+	has := map[string]bool{}
+	for _, v := range strings.Split(kubeAPIVersions, ",") {
+		has[strings.TrimSpace(v)] = true
+	}
+	for _, v := range []string{"external-secrets.io/v1", "external-secrets.io/v1beta1"} {
+		if has[v] {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("the destination cluster serves no External Secrets API (external-secrets.io/v1 or v1beta1 not in KUBE_API_VERSIONS): install External Secrets Operator first")
+}

@@ -1,0 +1,339 @@
+// Package cli implements the spokeforge subcommands. Every command builds
+// its whole output in memory and writes it only on success, so a failure
+// never leaves half a manifest stream on stdout.
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/spokeforge/spokeforge/cmp/render"
+	"github.com/spokeforge/spokeforge/internal/names"
+	"github.com/spokeforge/spokeforge/internal/record"
+	"github.com/spokeforge/spokeforge/internal/repo"
+)
+
+// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
+var Version = "v0.1.0-dev"
+
+// exitError carries an exit code; its message is already printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Main runs the CLI and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "spokeforge",
+		Short:         "Onboard GPU Kubernetes spokes to a hub Argo CD from one cluster record",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stderr)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.AddCommand(versionCmd(stdout), renderCmd(stdout, stderr), validateCmd(stdout, stderr), namesCmd(stdout, stderr))
+	err := root.Execute()
+	var ee exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		fmt.Fprintln(stderr, "spokeforge:", err)
+		return 1
+	}
+}
+
+func versionCmd(stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(stdout, Version)
+			return err
+		},
+	}
+}
+
+// report prints findings to stderr and returns the exit error.
+func report(stderr io.Writer, errs record.Errors) error {
+	for _, e := range errs {
+		fmt.Fprintln(stderr, e.Error())
+	}
+	fmt.Fprintf(stderr, "%d error(s)\n", len(errs))
+	return exitError{1}
+}
+
+func validateCmd(stdout, stderr io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate [REPO]",
+		Short: "Check every record of a gitops repo, and the rules across them; exit 1 on any error",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			root := "."
+			if len(args) == 1 {
+				root = args[0]
+			}
+			r, errs := repo.Load(root)
+			if len(errs) > 0 {
+				return report(stderr, errs)
+			}
+			zones := 0
+			for _, p := range r.Products {
+				zones += len(p.Product.Spec.Delivery.Zones)
+			}
+			_, err := fmt.Fprintf(stdout, "ok: %d clusters, %d orgs, %d products, %d zones\n", len(r.Clusters), len(r.Orgs), len(r.Products), zones)
+			return err
+		},
+	}
+}
+
+func namesCmd(stdout, stderr io.Writer) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "names [DIR]",
+		Short: "Print the names derived from a cluster record (DIR holds cluster.yaml) or from every record of a repo",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			var all []*names.Names
+			if _, err := os.Stat(filepath.Join(dir, repo.ClusterFile)); err == nil {
+				e, errs := repo.LoadCluster(dir, dir)
+				if len(errs) > 0 {
+					return report(stderr, errs)
+				}
+				all = append(all, e.Names)
+			} else {
+				r, errs := repo.Load(dir)
+				if len(errs) > 0 {
+					return report(stderr, errs)
+				}
+				for _, e := range r.Clusters {
+					all = append(all, e.Names)
+				}
+			}
+			sort.Slice(all, func(i, j int) bool { return all[i].Cluster < all[j].Cluster })
+			var buf bytes.Buffer
+			switch output {
+			case "json":
+				m := map[string]*names.Names{}
+				for _, n := range all {
+					m[n.Cluster] = n
+				}
+				enc := json.NewEncoder(&buf)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(map[string]any{"clusters": m}); err != nil {
+					return err
+				}
+			case "table":
+				writeNamesTable(&buf, all)
+			default:
+				return fmt.Errorf("-o %q: want table or json", output)
+			}
+			_, err := stdout.Write(buf.Bytes())
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func writeNamesTable(w io.Writer, all []*names.Names) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTER\tKIND\tNAME")
+	for _, n := range all {
+		row := func(kind, v string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Cluster, kind, v) }
+		row("subject", n.Subject)
+		row("subject-uri", n.SubjectURI)
+		row("iam-role", n.IAMRoleArn)
+		row("secret-path", n.SecretPath)
+		for _, c := range n.Secrets {
+			row("secret", c.Name)
+		}
+		for _, c := range n.Queues {
+			row("sqs-queue", c.Name)
+		}
+		for _, c := range n.Buckets {
+			row("s3-bucket", c.Name)
+		}
+		for _, c := range n.Registries {
+			row("ecr-repository", c.Name)
+		}
+		row("argocd-app-of-apps", n.ArgoCD.AppOfApps)
+		row("argocd-cluster-secret", n.ArgoCD.ClusterSecret)
+		row("argocd-spoke-app", n.ArgoCD.SpokeApp)
+	}
+	tw.Flush()
+}
+
+// env reads a variable from the process environment.
+type env func(string) string
+
+// params decodes ARGOCD_APP_PARAMETERS ([{"name":..,"string":..}]).
+func params(getenv env) (map[string]string, error) {
+	out := map[string]string{}
+	raw := getenv("ARGOCD_APP_PARAMETERS")
+	if strings.TrimSpace(raw) == "" {
+		return out, nil
+	}
+	var list []struct {
+		Name   string `json:"name"`
+		String string `json:"string"`
+	}
+	if err := json.Unmarshal([]byte(raw), &list); err != nil {
+		return nil, fmt.Errorf("ARGOCD_APP_PARAMETERS is not Argo CD's parameter JSON: %v", err)
+	}
+	for _, p := range list {
+		out[p.Name] = p.String
+	}
+	return out, nil
+}
+
+// Render modes.
+const (
+	ModeSpoke    = "spoke"
+	ModeHub      = "hub"
+	ModeProjects = "projects"
+)
+
+func renderCmd(stdout, stderr io.Writer) *cobra.Command {
+	var mode string
+	cmd := &cobra.Command{
+		Use:   "render [DIR]",
+		Short: "Render manifests from a cluster record (the CMP's generate command)",
+		Long: `Render reads DIR/cluster.yaml (DIR defaults to the working directory, as Argo CD
+runs it) and prints a YAML stream: the spoke's objects (mode spoke), the hub's
+objects for that cluster (mode hub), or, with DIR a repo root, one AppProject per
+org (mode projects). The mode comes from --mode, else the plugin parameter "mode".
+On any error nothing is printed on stdout and the exit code is 1.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			out, err := Render(dir, mode, os.Getenv)
+			if err != nil {
+				var errs record.Errors
+				if errors.As(err, &errs) {
+					return report(stderr, errs)
+				}
+				return err
+			}
+			_, err = stdout.Write(out)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&mode, "mode", "", "spoke, hub or projects (default: the plugin parameter, else spoke)")
+	return cmd
+}
+
+// Render produces the manifests for dir in mode, from Argo CD's build
+// environment. It never returns an empty stream without an error.
+func Render(dir, mode string, getenv env) ([]byte, error) {
+	ps, err := params(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if mode == "" {
+		mode = ps["mode"]
+	}
+	if mode == "" {
+		mode = getenv("ARGOCD_ENV_SPOKEFORGE_MODE")
+	}
+	if mode == "" {
+		mode = ModeSpoke
+	}
+	eso, err := render.ESOVersionFor(getenv("KUBE_API_VERSIONS"))
+	if err != nil && mode != ModeProjects {
+		return nil, err
+	}
+	opts := render.Options{
+		Image:          firstNonEmpty(ps["image"], getenv("ARGOCD_ENV_SPOKEFORGE_IMAGE"), "ghcr.io/spokeforge/spokeforge:"+Version),
+		ESOVersion:     eso,
+		ArgoNamespace:  firstNonEmpty(getenv("ARGOCD_ENV_ARGOCD_NAMESPACE"), "argocd"),
+		HubSecretStore: firstNonEmpty(ps["hubSecretStore"], getenv("ARGOCD_ENV_HUB_SECRET_STORE"), "spokeforge-hub"),
+		RepoURL:        getenv("ARGOCD_APP_SOURCE_REPO_URL"),
+		TargetRevision: firstNonEmpty(getenv("ARGOCD_APP_SOURCE_TARGET_REVISION"), "HEAD"),
+		SourcePath:     getenv("ARGOCD_APP_SOURCE_PATH"),
+	}
+	displayDir := dir
+	if dir == "." && opts.SourcePath != "" {
+		displayDir = opts.SourcePath
+	}
+	var objs []render.Object
+	switch mode {
+	case ModeSpoke, ModeHub:
+		e, errs := repo.LoadCluster(dir, displayDir)
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		if mode == ModeSpoke {
+			objs, err = render.Spoke(e, opts)
+		} else {
+			if opts.SourcePath == "" {
+				opts.SourcePath = e.Names.ArgoCD.ComponentsPath
+			}
+			objs, err = render.Hub(e, opts)
+		}
+	case ModeProjects:
+		r, errs := repo.Load(dir)
+		if len(errs) > 0 {
+			return nil, errs
+		}
+		objs, err = render.Projects(r.Clusters, r.Orgs, opts)
+	default:
+		return nil, fmt.Errorf("mode %q: want spoke, hub or projects", mode)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		return nil, fmt.Errorf("rendered no objects for %s in mode %s: refusing to print an empty stream, which would let Argo CD prune everything", displayDir, mode)
+	}
+	render.Sort(objs)
+	var buf bytes.Buffer
+	if err := render.Write(&buf, objs); err != nil {
+		return nil, err
+	}
+	out := buf.Bytes()
+	if mode == ModeSpoke {
+		if _, err := os.Stat(filepath.Join(dir, render.OverlayFile)); err == nil {
+			out, err = render.ApplyOverlay(dir, out)
+			if err != nil {
+				return nil, err
+			}
+			if len(bytes.TrimSpace(out)) == 0 {
+				return nil, fmt.Errorf("%s/%s produced no objects: refusing to print an empty stream", displayDir, render.OverlayFile)
+			}
+			out = append(out, '\n')
+		}
+	}
+	return out, nil
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+

@@ -1,0 +1,201 @@
+// Package names derives every name a cluster record implies — certificate
+// subject, cloud resource names, secret path, Argo CD names — in one place,
+// so Terraform, GitOps and the agent can never disagree. A name that would
+// break a service's rules is reported against the record field it came
+// from; nothing is ever truncated.
+package names
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+)
+
+// Names is everything derived from one Cluster record. Its JSON form is
+// what infrastructure code reads (`spokeforge names -o json`).
+type Names struct {
+	Cluster string `json:"cluster"`
+	// Subject is account/environment/region/zone/provider/cluster.
+	Subject     string      `json:"subject"`
+	SubjectDN   SubjectDN   `json:"subjectDN"`
+	SubjectURI  string      `json:"subjectURI"`
+	IAMRole     string      `json:"iamRole"`
+	IAMRoleArn  string      `json:"iamRoleArn"`
+	SecretPath  string      `json:"secretPath"`
+	Secrets     []Cloud     `json:"secrets"`
+	Queues      []Cloud     `json:"queues"`
+	Buckets     []Cloud     `json:"buckets"`
+	Registries  []Cloud     `json:"registries"`
+	RegistryURL string      `json:"registryURL"`
+	ArgoCD      ArgoCDNames `json:"argocd"`
+}
+
+// SubjectDN is the workload certificate's distinguished name; Roles
+// Anywhere maps each RDN to aws:PrincipalTag/x509Subject/<RDN>.
+type SubjectDN struct {
+	CommonName         string `json:"CN"`
+	Organization       string `json:"O"`
+	OrganizationalUnit string `json:"OU"`
+	Province           string `json:"ST"`
+	Locality           string `json:"L"`
+}
+
+// Cloud is one derived cloud resource name, with the record field it came from.
+type Cloud struct {
+	Purpose string `json:"purpose"`
+	Name    string `json:"name"`
+	// URL or ARN where the service has one worth referencing.
+	Ref   string `json:"ref,omitempty"`
+	Field string `json:"-"`
+}
+
+// ArgoCDNames are the hub-side object names for the cluster.
+type ArgoCDNames struct {
+	AppOfApps      string `json:"appOfApps"`
+	ClusterSecret  string `json:"clusterSecret"`
+	SpokeApp       string `json:"spokeApplication"`
+	ComponentsPath string `json:"componentsPath"`
+}
+
+// FieldError is a derived name that breaks a service rule, reported
+// against the record field that produced it.
+type FieldError struct {
+	Path string
+	Msg  string
+}
+
+// InClusterServer is Argo CD's built-in destination for the hub itself.
+const InClusterServer = "https://kubernetes.default.svc"
+
+// DefaultCredentialsSecret is the Secrets Manager secret (under the
+// secret path) that holds the hub's credential for the spoke.
+const DefaultCredentialsSecret = "argocd-cluster"
+
+var (
+	iamRoleRE   = regexp.MustCompile(`^[A-Za-z0-9_+=,.@-]{1,64}$`)
+	sqsRE       = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$`)
+	s3RE        = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+	ipShapedRE  = regexp.MustCompile(`^\d+\.\d+\.\d+\.\d+$`)
+	ecrRE       = regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)*$`)
+	smRE        = regexp.MustCompile(`^[A-Za-z0-9/_+=.@-]{1,512}$`)
+	smSuffixRE  = regexp.MustCompile(`-[A-Za-z0-9]{6}$`)
+	dnsLabelRE  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	s3Forbidden = []string{"xn--", "sthree-", "amzn-s3-demo-"}
+	s3BadSuffix = []string{"-s3alias", "--ol-s3", ".mrap"}
+)
+
+// Derive computes every name for c. Errors name the record field whose
+// value made a derived name break its service's rules.
+func Derive(c *v1alpha1.Cluster) (*Names, []FieldError) {
+	s := c.Spec
+	name := c.Metadata.Name
+	var errs []FieldError
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	n := &Names{
+		Cluster: name,
+		Subject: strings.Join([]string{s.Account, s.Environment, s.Region, s.Zone, s.Provider, name}, "/"),
+		SubjectDN: SubjectDN{
+			CommonName: name, Organization: s.Account, OrganizationalUnit: s.Environment,
+			Province: s.Region, Locality: s.Zone + "." + s.Provider,
+		},
+		SecretPath:  strings.Join([]string{s.Account, s.Region, s.Zone, s.Provider, name}, "/"),
+		RegistryURL: fmt.Sprintf("%s.dkr.ecr.%s.amazonaws.com", s.AccountID, s.Region),
+		ArgoCD: ArgoCDNames{
+			AppOfApps:      "registry-" + name,
+			ClusterSecret:  "cluster-" + name,
+			SpokeApp:       "spoke-" + name,
+			ComponentsPath: "clusters/" + name,
+		},
+	}
+	n.SubjectURI = "spiffe://spokeforge.io/" + n.Subject
+
+	n.IAMRole = s.ShortName + "-workload"
+	n.IAMRoleArn = fmt.Sprintf("arn:aws:iam::%s:role/%s", s.AccountID, n.IAMRole)
+	if !iamRoleRE.MatchString(n.IAMRole) {
+		bad("spec.shortName", "derived IAM role name %q breaks IAM's rules (1-64 characters of A-Za-z0-9_+=,.@-)", n.IAMRole)
+	}
+
+	if len(n.SecretPath) > 400 {
+		bad("spec", "secret path %q is over 400 characters; Secrets Manager names stop at 512", n.SecretPath)
+	}
+	for i, sec := range s.Secrets {
+		field := fmt.Sprintf("spec.secrets[%d].name", i)
+		full := n.SecretPath + "/" + sec.Name
+		n.Secrets = append(n.Secrets, Cloud{Purpose: sec.Name, Name: full, Field: field})
+		switch {
+		case !smRE.MatchString(full):
+			bad(field, "derived Secrets Manager name %q breaks its rules (1-512 of A-Za-z0-9/_+=.@-)", full)
+		case smSuffixRE.MatchString(full):
+			bad(field, "derived Secrets Manager name %q ends in a hyphen and six characters, which clashes with the ARN's random suffix", full)
+		}
+	}
+	for i, q := range s.Queues {
+		field := fmt.Sprintf("spec.queues[%d].purpose", i)
+		qn := s.ShortName + "-" + q.Purpose
+		if q.FIFO {
+			qn += ".fifo"
+		}
+		base := strings.TrimSuffix(qn, ".fifo")
+		if len(qn) > 80 || !sqsRE.MatchString(base) {
+			bad(field, "derived SQS queue name %q breaks SQS's rules (at most 80 characters of A-Za-z0-9_-, plus .fifo)", qn)
+		}
+		n.Queues = append(n.Queues, Cloud{Purpose: q.Purpose, Name: qn, Field: field,
+			Ref: fmt.Sprintf("https://sqs.%s.amazonaws.com/%s/%s", s.Region, s.AccountID, qn)})
+	}
+	for i, b := range s.Buckets {
+		field := fmt.Sprintf("spec.buckets[%d].purpose", i)
+		bn := s.ShortName + "-" + b.Purpose
+		if msg := s3Problem(bn); msg != "" {
+			bad(field, "derived S3 bucket name %q %s", bn, msg)
+		}
+		n.Buckets = append(n.Buckets, Cloud{Purpose: b.Purpose, Name: bn, Field: field, Ref: "arn:aws:s3:::" + bn})
+	}
+	for i, r := range s.Registries {
+		field := fmt.Sprintf("spec.registries[%d].purpose", i)
+		rn := s.ShortName + "/" + r.Purpose
+		if len(rn) < 2 || len(rn) > 256 || !ecrRE.MatchString(rn) {
+			bad(field, "derived ECR repository name %q breaks ECR's rules (2-256 characters, lowercase, separators . _ __ - and /)", rn)
+		}
+		n.Registries = append(n.Registries, Cloud{Purpose: r.Purpose, Name: rn, Field: field, Ref: n.RegistryURL + "/" + rn})
+	}
+	for _, an := range []string{n.ArgoCD.AppOfApps, n.ArgoCD.ClusterSecret, n.ArgoCD.SpokeApp} {
+		if len(an) > 63 || !dnsLabelRE.MatchString(an) {
+			bad("metadata.name", "derived Argo CD name %q is not a DNS label of at most 63 characters", an)
+		}
+	}
+	return n, errs
+}
+
+func s3Problem(b string) string {
+	switch {
+	case len(b) < 3 || len(b) > 63:
+		return "must be 3-63 characters long"
+	case !s3RE.MatchString(b):
+		return "may hold only lowercase letters, digits, dots and hyphens, starting and ending with a letter or digit"
+	case strings.Contains(b, ".."):
+		return "may not contain two adjacent dots"
+	case ipShapedRE.MatchString(b):
+		return "may not look like an IP address"
+	}
+	for _, p := range s3Forbidden {
+		if strings.HasPrefix(b, p) {
+			return "may not start with " + p
+		}
+	}
+	for _, p := range s3BadSuffix {
+		if strings.HasSuffix(b, p) {
+			return "may not end with " + p
+		}
+	}
+	return ""
+}
+
+// ZoneApplication is the Argo CD Application name of a zone.
+func ZoneApplication(zone string) string { return "product-" + zone }
+
+// OrgProject is the AppProject of an org's zones.
+func OrgProject(org string) string { return "org-" + org }

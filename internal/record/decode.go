@@ -1,0 +1,271 @@
+// Package record reads spokeforge records from YAML strictly: unknown
+// fields, duplicate keys and wrong types are errors that name the file,
+// the line and the field path, and every field's line is remembered so
+// later validation can point at it too.
+package record
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Error is one problem in one file, at a line, on a field path.
+type Error struct {
+	File string
+	Line int
+	Path string
+	Msg  string
+}
+
+func (e Error) Error() string {
+	loc := e.File
+	if e.Line > 0 {
+		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+	}
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", loc, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
+}
+
+// Errors is a list of Error that is itself an error.
+type Errors []Error
+
+func (es Errors) Error() string {
+	s := make([]string, len(es))
+	for i, e := range es {
+		s[i] = e.Error()
+	}
+	return strings.Join(s, "\n")
+}
+
+// Lines maps a field path (e.g. spec.queues[0].purpose) to its line.
+type Lines map[string]int
+
+// Line returns the line of path or of its nearest ancestor that has one.
+func (l Lines) Line(path string) int {
+	for p := path; ; {
+		if n, ok := l[p]; ok {
+			return n
+		}
+		i := strings.LastIndexAny(p, ".[")
+		if i < 0 {
+			return l[""]
+		}
+		p = p[:i]
+	}
+}
+
+// Document is one parsed YAML document: its root node and header.
+type Document struct {
+	File       string
+	Root       *yaml.Node
+	APIVersion string
+	Kind       string
+}
+
+// Parse reads exactly one YAML document from data.
+func Parse(file string, data []byte) (*Document, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, Error{File: file, Line: yamlErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, Error{File: file, Msg: "empty document"}
+	}
+	doc := root.Content[0]
+	if doc.Kind != yaml.MappingNode {
+		return nil, Error{File: file, Line: doc.Line, Msg: "a record must be a YAML mapping"}
+	}
+	d := &Document{File: file, Root: doc}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		switch doc.Content[i].Value {
+		case "apiVersion":
+			d.APIVersion = doc.Content[i+1].Value
+		case "kind":
+			d.Kind = doc.Content[i+1].Value
+		}
+	}
+	return d, nil
+}
+
+// Decode decodes the document into out (a pointer to a struct with json
+// tags), returning the line of every field and all decoding errors.
+func (d *Document) Decode(out any) (Lines, error) {
+	dec := decoder{file: d.File, lines: Lines{"": d.Root.Line}}
+	dec.value(d.Root, reflect.ValueOf(out).Elem(), "")
+	if len(dec.errs) > 0 {
+		return nil, dec.errs
+	}
+	return dec.lines, nil
+}
+
+type decoder struct {
+	file  string
+	lines Lines
+	errs  Errors
+}
+
+func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
+	d.errs = append(d.errs, Error{File: d.file, Line: n.Line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func join(path, field string) string {
+	if path == "" {
+		return field
+	}
+	return path + "." + field
+}
+
+func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
+	d.lines[path] = n.Line
+	if n.Kind == yaml.AliasNode {
+		d.fail(n, path, "YAML aliases are not allowed in records")
+		return
+	}
+	if n.Tag == "!!null" {
+		return // absent and null are the same
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		nv := reflect.New(v.Type().Elem())
+		d.value(n, nv.Elem(), path)
+		v.Set(nv)
+	case reflect.Struct:
+		d.object(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(n, path, "expected a list, got %s", describe(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.value(c, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			d.fail(n, path, "expected a mapping, got %s", describe(n))
+			return
+		}
+		m := reflect.MakeMap(v.Type())
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if prev, dup := seen[k.Value]; dup {
+				d.fail(k, join(path, k.Value), "duplicate key (first at line %d)", prev)
+				continue
+			}
+			seen[k.Value] = k.Line
+			ev := reflect.New(v.Type().Elem()).Elem()
+			d.value(val, ev, join(path, k.Value))
+			m.SetMapIndex(reflect.ValueOf(k.Value), ev)
+		}
+		v.Set(m)
+	case reflect.Interface:
+		var x any
+		if err := n.Decode(&x); err != nil {
+			d.fail(n, path, "%s", cleanYAMLErr(err))
+			return
+		}
+		v.Set(reflect.ValueOf(&x).Elem())
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+			d.fail(n, path, "expected a string, got %s (quote it)", describe(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+			d.fail(n, path, "expected true or false, got %s", describe(n))
+			return
+		}
+		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
+	case reflect.Int:
+		i, err := strconv.ParseInt(n.Value, 10, 64)
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil {
+			d.fail(n, path, "expected an integer, got %s", describe(n))
+			return
+		}
+		v.SetInt(i)
+	default:
+		d.fail(n, path, "unsupported field type %s", v.Type())
+	}
+}
+
+func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	fields := map[string]int{}
+	var names []string
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		fields[name] = i
+		names = append(names, name)
+	}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		fp := join(path, k.Value)
+		if prev, dup := seen[k.Value]; dup {
+			d.fail(k, fp, "duplicate key (first at line %d)", prev)
+			continue
+		}
+		seen[k.Value] = k.Line
+		idx, ok := fields[k.Value]
+		if !ok {
+			d.fail(k, fp, "unknown field (known: %s)", strings.Join(names, ", "))
+			continue
+		}
+		d.value(val, v.Field(idx), fp)
+	}
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	v := n.Value
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), v)
+}
+
+func yamlErrLine(err error) int {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return 0
+	}
+	s := err.Error()
+	if i := strings.Index(s, "line "); i >= 0 {
+		j := i + 5
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		n, _ := strconv.Atoi(s[i+5 : j])
+		return n
+	}
+	return 0
+}
+
+func cleanYAMLErr(err error) string {
+	s := strings.TrimPrefix(err.Error(), "yaml: ")
+	if i := strings.Index(s, "line "); i == 0 {
+		if j := strings.Index(s, ": "); j > 0 {
+			s = s[j+2:]
+		}
+	}
+	return s
+}

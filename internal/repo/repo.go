@@ -1,0 +1,173 @@
+// Package repo reads a spokeforge gitops repo (clusters/, orgs/,
+// products/) into validated records, collecting every finding in one pass.
+package repo
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/names"
+	"github.com/spokeforge/spokeforge/internal/record"
+	"github.com/spokeforge/spokeforge/internal/validate"
+)
+
+// ClusterFile is the record's file name inside clusters/<name>/.
+const ClusterFile = "cluster.yaml"
+
+// Repo is a loaded gitops repo.
+type Repo struct {
+	Clusters []validate.ClusterEntry
+	Orgs     []validate.OrgEntry
+	Products []validate.ProductEntry
+}
+
+// MaxRecordBytes bounds one record file; a record is a few KiB.
+const MaxRecordBytes = 1 << 20
+
+func readFile(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > MaxRecordBytes {
+		return nil, fmt.Errorf("file is %d bytes; a record is at most %d", st.Size(), MaxRecordBytes)
+	}
+	return fs.ReadFile(fsys, name)
+}
+
+// decode parses file from fsys into out; display is the name used in errors.
+func decode(fsys fs.FS, name, display string, out any) (record.Lines, record.Errors) {
+	data, err := readFile(fsys, name)
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = "file not found"
+		}
+		return nil, record.Errors{{File: display, Msg: msg}}
+	}
+	return DecodeBytes(display, data, out)
+}
+
+// DecodeBytes parses one record from data.
+func DecodeBytes(display string, data []byte, out any) (record.Lines, record.Errors) {
+	doc, err := record.Parse(display, data)
+	if err != nil {
+		return nil, asErrors(err)
+	}
+	lines, err := doc.Decode(out)
+	if err != nil {
+		return nil, asErrors(err)
+	}
+	return lines, nil
+}
+
+func asErrors(err error) record.Errors {
+	var es record.Errors
+	if errors.As(err, &es) {
+		return es
+	}
+	var e record.Error
+	if errors.As(err, &e) {
+		return record.Errors{e}
+	}
+	return record.Errors{{Msg: err.Error()}}
+}
+
+// ParseCluster decodes and validates a cluster record and derives its names.
+func ParseCluster(display string, data []byte) (validate.ClusterEntry, record.Errors) {
+	var c v1alpha1.Cluster
+	lines, errs := DecodeBytes(display, data, &c)
+	if errs != nil {
+		return validate.ClusterEntry{}, errs
+	}
+	return checkCluster(display, lines, &c)
+}
+
+func checkCluster(display string, lines record.Lines, c *v1alpha1.Cluster) (validate.ClusterEntry, record.Errors) {
+	e := validate.ClusterEntry{Loc: validate.Loc{File: display, Lines: lines}, Cluster: c}
+	if errs := validate.Cluster(display, lines, c); len(errs) > 0 {
+		return e, errs
+	}
+	e.Names, _ = names.Derive(c)
+	return e, nil
+}
+
+// LoadCluster reads <dir>/cluster.yaml; errors name it as <displayDir>/cluster.yaml.
+func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) {
+	display := filepath.ToSlash(filepath.Join(displayDir, ClusterFile))
+	var c v1alpha1.Cluster
+	lines, errs := decode(os.DirFS(dir), ClusterFile, display, &c)
+	if errs != nil {
+		return validate.ClusterEntry{}, errs
+	}
+	return checkCluster(display, lines, &c)
+}
+
+// Load reads every record of the repo at root and checks it, field by
+// field and across files. It returns all findings, sorted by file and line.
+func Load(root string) (*Repo, record.Errors) {
+	return LoadFS(os.DirFS(root))
+}
+
+// LoadFS is Load over any file system; file names in errors are relative to its root.
+func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
+	r := &Repo{}
+	var all record.Errors
+	clusterDirs, _ := fs.Glob(fsys, "clusters/*/"+ClusterFile)
+	if len(clusterDirs) == 0 {
+		all = append(all, record.Error{File: "clusters/", Msg: "no cluster records (clusters/<name>/cluster.yaml)"})
+	}
+	for _, f := range clusterDirs {
+		var c v1alpha1.Cluster
+		lines, errs := decode(fsys, f, f, &c)
+		if errs == nil {
+			var e validate.ClusterEntry
+			e, errs = checkCluster(f, lines, &c)
+			if dir := filepath.Base(filepath.Dir(f)); c.Metadata.Name != "" && dir != c.Metadata.Name {
+				errs = append(errs, record.Error{File: f, Line: lines.Line("metadata.name"), Path: "metadata.name",
+					Msg: fmt.Sprintf("%q differs from its directory clusters/%s", c.Metadata.Name, dir)})
+			}
+			r.Clusters = append(r.Clusters, e)
+		}
+		all = append(all, errs...)
+	}
+	orgFiles, _ := fs.Glob(fsys, "orgs/*.yaml")
+	for _, f := range orgFiles {
+		var o v1alpha1.Organization
+		lines, errs := decode(fsys, f, f, &o)
+		if errs == nil {
+			errs = validate.Org(f, lines, &o)
+			r.Orgs = append(r.Orgs, validate.OrgEntry{Loc: validate.Loc{File: f, Lines: lines}, Org: &o})
+		}
+		all = append(all, errs...)
+	}
+	prodFiles, _ := fs.Glob(fsys, "products/*/*.yaml")
+	for _, f := range prodFiles {
+		var p v1alpha1.Product
+		lines, errs := decode(fsys, f, f, &p)
+		if errs == nil {
+			errs = validate.Product(f, lines, &p)
+			r.Products = append(r.Products, validate.ProductEntry{Loc: validate.Loc{File: f, Lines: lines},
+				Org: filepath.Base(filepath.Dir(f)), Product: &p})
+		}
+		all = append(all, errs...)
+	}
+	all = append(all, validate.CrossFile(r.Clusters, r.Orgs, r.Products)...)
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].File != all[j].File {
+			return all[i].File < all[j].File
+		}
+		return all[i].Line < all[j].Line
+	})
+	return r, all
+}

@@ -1,0 +1,163 @@
+package validate
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/names"
+	"github.com/spokeforge/spokeforge/internal/record"
+)
+
+// Org checks one Organization; file must be orgs/<name>.yaml.
+func Org(file string, lines record.Lines, o *v1alpha1.Organization) record.Errors {
+	c := &checker{file: file, lines: lines}
+	c.header(o.APIVersion, o.Kind, v1alpha1.KindOrganization)
+	c.slug("metadata.name", o.Metadata.Name, 50)
+	if stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)); o.Metadata.Name != "" && stem != o.Metadata.Name {
+		c.fail("metadata.name", "%q differs from the file name %q", o.Metadata.Name, stem)
+	}
+	seen := map[string]int{}
+	for i, cl := range o.Spec.ClusterAllowlist {
+		p := fmt.Sprintf("spec.clusterAllowlist[%d]", i)
+		if j, dup := seen[cl]; dup {
+			c.fail(p, "%q already listed at index %d", cl, j)
+		}
+		seen[cl] = i
+	}
+	return c.errs
+}
+
+// Product checks one Product; file must be products/<org>/<name>.yaml.
+func Product(file string, lines record.Lines, p *v1alpha1.Product) record.Errors {
+	c := &checker{file: file, lines: lines}
+	c.header(p.APIVersion, p.Kind, v1alpha1.KindProduct)
+	c.slug("metadata.name", p.Metadata.Name, 63)
+	if stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)); p.Metadata.Name != "" && stem != p.Metadata.Name {
+		c.fail("metadata.name", "%q differs from the file name %q", p.Metadata.Name, stem)
+	}
+	if len(p.Spec.Delivery.Zones) == 0 {
+		c.fail("spec.delivery.zones", "list at least one zone")
+	}
+	for i, z := range p.Spec.Delivery.Zones {
+		zp := fmt.Sprintf("spec.delivery.zones[%d]", i)
+		c.slug(zp+".name", z.Name, 63-len("product-"))
+		c.slug(zp+".environment", z.Environment, 32)
+		if z.Namespace != "" {
+			c.slug(zp+".namespace", z.Namespace, 63)
+		}
+		if z.Path != "" && (strings.HasPrefix(z.Path, "/") || strings.Contains(z.Path, "..")) {
+			c.fail(zp+".path", "%q must be a relative path inside the source repo", z.Path)
+		}
+	}
+	return c.errs
+}
+
+// Loc is where a record sits, for cross-file findings.
+type Loc struct {
+	File  string
+	Lines record.Lines
+}
+
+// ClusterEntry, OrgEntry and ProductEntry are decoded records with their location.
+type (
+	ClusterEntry struct {
+		Loc
+		Cluster *v1alpha1.Cluster
+		Names   *names.Names
+	}
+	OrgEntry struct {
+		Loc
+		Org *v1alpha1.Organization
+	}
+	ProductEntry struct {
+		Loc
+		Org     string
+		Product *v1alpha1.Product
+	}
+)
+
+func (l Loc) err(path, format string, args ...any) record.Error {
+	return record.Error{File: l.File, Line: l.Lines.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// CrossFile checks the rules that span records: colliding cloud names,
+// allowlists and zones naming unknown clusters, products of unknown orgs,
+// duplicate zone names and duplicate cluster names.
+func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry) record.Errors {
+	var errs record.Errors
+	known := map[string]ClusterEntry{}
+	type owner struct {
+		e     ClusterEntry
+		field string
+	}
+	cloud := map[string]owner{}
+	claim := func(e ClusterEntry, kind, name, field string) {
+		key := kind + "\x00" + name
+		if prev, ok := cloud[key]; ok && prev.e.Cluster.Metadata.Name != e.Cluster.Metadata.Name {
+			errs = append(errs, e.err(field, "derived %s %q collides with cluster %s (%s:%d %s)",
+				kind, name, prev.e.Cluster.Metadata.Name, prev.e.File, prev.e.Lines.Line(prev.field), prev.field))
+			return
+		}
+		cloud[key] = owner{e, field}
+	}
+	for _, e := range clusters {
+		n := e.Cluster.Metadata.Name
+		if prev, dup := known[n]; dup {
+			errs = append(errs, e.err("metadata.name", "cluster %q is also defined in %s", n, prev.File))
+			continue
+		}
+		known[n] = e
+		if e.Names == nil {
+			continue
+		}
+		claim(e, "IAM role", e.Names.IAMRole, "spec.shortName")
+		claim(e, "secret path", e.Names.SecretPath, "spec")
+		for _, c := range e.Names.Queues {
+			claim(e, "SQS queue", c.Name, c.Field)
+		}
+		for _, c := range e.Names.Buckets {
+			claim(e, "S3 bucket", c.Name, c.Field)
+		}
+		for _, c := range e.Names.Registries {
+			claim(e, "ECR repository", c.Name, c.Field)
+		}
+	}
+	orgNames := map[string]bool{}
+	for _, o := range orgs {
+		orgNames[o.Org.Metadata.Name] = true
+		for i, cl := range o.Org.Spec.ClusterAllowlist {
+			if _, ok := known[cl]; !ok {
+				errs = append(errs, o.err(fmt.Sprintf("spec.clusterAllowlist[%d]", i), "unknown cluster %q (no clusters/%s/cluster.yaml)", cl, cl))
+			}
+		}
+	}
+	zones := map[string]Loc{}
+	for _, p := range products {
+		if !orgNames[p.Org] {
+			errs = append(errs, p.err("metadata.name", "product of unknown org %q (no orgs/%s.yaml)", p.Org, p.Org))
+		}
+		for i, z := range p.Product.Spec.Delivery.Zones {
+			zp := fmt.Sprintf("spec.delivery.zones[%d]", i)
+			if prev, dup := zones[z.Name]; dup {
+				errs = append(errs, p.err(zp+".name", "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
+			} else {
+				zones[z.Name] = p.Loc
+			}
+			if z.Cluster != "" {
+				if _, ok := known[z.Cluster]; !ok {
+					errs = append(errs, p.err(zp+".cluster", "unknown cluster %q (no clusters/%s/cluster.yaml)", z.Cluster, z.Cluster))
+				}
+			}
+		}
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].File != errs[j].File {
+			return errs[i].File < errs[j].File
+		}
+		return errs[i].Line < errs[j].Line
+	})
+	return errs
+}

@@ -1,0 +1,378 @@
+// Package validate checks records field by field and a whole gitops repo
+// across files. Every finding carries the file, line and field path.
+package validate
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/names"
+	"github.com/spokeforge/spokeforge/internal/record"
+)
+
+var (
+	clusterNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	slugRE        = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	accountIDRE   = regexp.MustCompile(`^\d{12}$`)
+	regionRE      = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}$`)
+	raArnRE       = regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:rolesanywhere:([a-z0-9-]+):(\d{12}):(trust-anchor|profile)/[0-9a-f-]{36}$`)
+	roleArnRE     = regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:iam::(\d{12}):role/(.+)$`)
+	quantityRE    = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$`)
+	durationRE    = regexp.MustCompile(`^([0-9]+(s|m|h))+$`)
+	devicePathRE  = regexp.MustCompile(`^/dev/[A-Za-z0-9._:/+-]+$`)
+)
+
+// MaxClusterName is the longest cluster name (seed 001).
+const MaxClusterName = 42
+
+type checker struct {
+	file  string
+	lines record.Lines
+	errs  record.Errors
+}
+
+func (c *checker) fail(path, format string, args ...any) {
+	c.errs = append(c.errs, record.Error{File: c.file, Line: c.lines.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) slug(path, v string, max int) {
+	switch {
+	case v == "":
+		c.fail(path, "required")
+	case len(v) > max:
+		c.fail(path, "%q is %d characters; at most %d", v, len(v), max)
+	case !slugRE.MatchString(v):
+		c.fail(path, "%q must be lowercase letters, digits and hyphens, starting and ending with a letter or digit", v)
+	}
+}
+
+func (c *checker) header(apiVersion, kind, want string) {
+	if apiVersion != v1alpha1.GroupVersion {
+		c.fail("apiVersion", "must be %s, got %q", v1alpha1.GroupVersion, apiVersion)
+	}
+	if kind != want {
+		c.fail("kind", "must be %s, got %q", want, kind)
+	}
+}
+
+// Cluster checks one Cluster record and the names derived from it.
+func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) record.Errors {
+	c := &checker{file: file, lines: lines}
+	c.header(cl.APIVersion, cl.Kind, v1alpha1.KindCluster)
+	name := cl.Metadata.Name
+	switch {
+	case name == "":
+		c.fail("metadata.name", "required")
+	case len(name) > MaxClusterName:
+		c.fail("metadata.name", "%q is %d characters; a cluster name has at most %d", name, len(name), MaxClusterName)
+	case !clusterNameRE.MatchString(name):
+		c.fail("metadata.name", "%q must be lowercase letters, digits and hyphens (no uppercase, no leading or trailing hyphen)", name)
+	}
+	s := cl.Spec
+	c.slug("spec.shortName", s.ShortName, 20)
+	c.slug("spec.account", s.Account, 32)
+	c.slug("spec.environment", s.Environment, 32)
+	c.slug("spec.zone", s.Zone, 32)
+	c.slug("spec.provider", s.Provider, 32)
+	if !accountIDRE.MatchString(s.AccountID) {
+		c.fail("spec.accountID", "%q must be a 12-digit AWS account ID (quote it so YAML keeps leading zeros)", s.AccountID)
+	}
+	if !regionRE.MatchString(s.Region) {
+		c.fail("spec.region", "%q is not an AWS region name such as us-east-1", s.Region)
+	}
+	if s.Project != "" {
+		c.slug("spec.project", s.Project, 63)
+	}
+	c.connection(s.Connection)
+	c.identity(s)
+	c.network(s.Network)
+	c.gpu(s.GPU)
+	c.storage(s.Storage)
+	c.workloads(name, s)
+
+	if len(c.errs) == 0 || allFieldsSane(c.errs) {
+		_, nerrs := names.Derive(cl)
+		for _, e := range nerrs {
+			c.fail(e.Path, "%s", e.Msg)
+		}
+	}
+	return c.errs
+}
+
+// allFieldsSane reports whether derivation is still worth running: it is,
+// unless the name inputs themselves are already reported broken.
+func allFieldsSane(errs record.Errors) bool {
+	for _, e := range errs {
+		if e.Path == "metadata.name" || e.Path == "spec.shortName" {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *checker) connection(conn v1alpha1.Connection) {
+	const p = "spec.connection"
+	switch {
+	case conn.InCluster && conn.Server != "":
+		c.fail(p, "set inCluster or server, not both")
+	case !conn.InCluster && conn.Server == "":
+		c.fail(p, "set inCluster: true or server (the API server URL Argo CD reaches)")
+	case conn.Server != "":
+		u, err := url.Parse(conn.Server)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
+			c.fail(p+".server", "%q must be an https URL with a host and no user info", conn.Server)
+		}
+		if conn.Credentials == nil {
+			c.fail(p+".credentials", "required with server: say which credential type the hub stores (bearerToken or clientCertificate)")
+		}
+	}
+	cr := conn.Credentials
+	if cr == nil {
+		return
+	}
+	cp := p + ".credentials"
+	if conn.InCluster {
+		c.fail(cp, "not used with inCluster: Argo CD uses its own service account")
+	}
+	const storable = "Argo CD needs a credential it can store: use a bearer token (e.g. a ServiceAccount token) or a client certificate"
+	if cr.Exec != nil {
+		c.fail(cp+".exec", "exec plugins are refused: they run inside Argo CD's pods with binaries and credentials it does not have. %s", storable)
+	}
+	if cr.AuthProvider != nil {
+		c.fail(cp+".authProvider", "auth-provider plugins are refused. %s", storable)
+	}
+	if cr.TokenFile != "" {
+		c.fail(cp+".tokenFile", "token files are refused: a file on one machine is not a credential Argo CD can store. %s", storable)
+	}
+	if cr.Token != "" {
+		c.fail(cp+".token", "an inline token would put a credential in git: store it in Secrets Manager under the cluster's secret path and reference it with secretName")
+	}
+	if cr.ClientKeyData != "" {
+		c.fail(cp+".clientKeyData", "inline key data would put a credential in git: store it in Secrets Manager under the cluster's secret path and reference it with secretName")
+	}
+	if cr.Type != "bearerToken" && cr.Type != "clientCertificate" {
+		c.fail(cp+".type", "must be bearerToken or clientCertificate, got %q", cr.Type)
+	}
+	if cr.SecretName != "" {
+		c.slug(cp+".secretName", cr.SecretName, 128)
+	}
+}
+
+func (c *checker) identity(s v1alpha1.ClusterSpec) {
+	const p = "spec.identity"
+	id := s.Identity
+	for _, f := range []struct{ path, v, kind string }{
+		{p + ".trustAnchorArn", id.TrustAnchorArn, "trust-anchor"},
+		{p + ".profileArn", id.ProfileArn, "profile"},
+	} {
+		m := raArnRE.FindStringSubmatch(f.v)
+		switch {
+		case m == nil || m[4] != f.kind:
+			c.fail(f.path, "%q is not a Roles Anywhere %s ARN (arn:aws:rolesanywhere:<region>:<account>:%s/<uuid>)", f.v, f.kind, f.kind)
+		case m[3] != s.AccountID:
+			c.fail(f.path, "account %s differs from spec.accountID %s", m[3], s.AccountID)
+		}
+	}
+	if id.RoleArn != "" {
+		m := roleArnRE.FindStringSubmatch(id.RoleArn)
+		want := s.ShortName + "-workload"
+		switch {
+		case m == nil:
+			c.fail(p+".roleArn", "%q is not an IAM role ARN", id.RoleArn)
+		case m[2] != s.AccountID:
+			c.fail(p+".roleArn", "account %s differs from spec.accountID %s", m[2], s.AccountID)
+		case m[3] != want:
+			c.fail(p+".roleArn", "role %q differs from the derived role %q: infrastructure and GitOps must use the same name", m[3], want)
+		}
+	}
+	if id.Issuer.Name == "" {
+		c.fail(p+".issuer.name", "required: the cert-manager issuer that signs the workload certificate")
+	}
+	if k := id.Issuer.Kind; k != "" && k != "ClusterIssuer" && k != "Issuer" {
+		c.fail(p+".issuer.kind", "must be ClusterIssuer or Issuer, got %q", k)
+	}
+	if d := id.SessionDurationSeconds; d != 0 && (d < 900 || d > 43200) {
+		c.fail(p+".sessionDurationSeconds", "%d is outside Roles Anywhere's 900-43200 seconds", d)
+	}
+}
+
+func (c *checker) network(n v1alpha1.Network) {
+	const p = "spec.network"
+	_, pod, err := net.ParseCIDR(n.PodCIDR)
+	if err != nil {
+		c.fail(p+".podCIDR", "%q is not a CIDR", n.PodCIDR)
+	}
+	_, svc, err2 := net.ParseCIDR(n.ServiceCIDR)
+	if err2 != nil {
+		c.fail(p+".serviceCIDR", "%q is not a CIDR", n.ServiceCIDR)
+	}
+	if err == nil && err2 == nil && (pod.Contains(svc.IP) || svc.Contains(pod.IP)) {
+		c.fail(p+".serviceCIDR", "%s overlaps podCIDR %s", n.ServiceCIDR, n.PodCIDR)
+	}
+	ip := net.ParseIP(n.DNSServiceIP)
+	switch {
+	case ip == nil:
+		c.fail(p+".dnsServiceIP", "%q is not an IP address", n.DNSServiceIP)
+	case err2 == nil && !svc.Contains(ip):
+		c.fail(p+".dnsServiceIP", "%s is outside serviceCIDR %s", n.DNSServiceIP, n.ServiceCIDR)
+	}
+}
+
+func (c *checker) gpu(g *v1alpha1.GPU) {
+	if g == nil {
+		return
+	}
+	seen := map[string]bool{}
+	for i, n := range g.Nodes {
+		p := fmt.Sprintf("spec.gpu.nodes[%d]", i)
+		c.nodeName(p+".name", n.Name)
+		if seen[n.Name] {
+			c.fail(p+".name", "node %q listed twice", n.Name)
+		}
+		seen[n.Name] = true
+		if n.Product == "" || len(n.Product) > 63 || !labelValueRE.MatchString(n.Product) {
+			c.fail(p+".product", "%q must be a GPU product label value such as NVIDIA-A100-SXM4-80GB", n.Product)
+		}
+		if n.Count < 1 || n.Count > 64 {
+			c.fail(p+".count", "%d must be 1-64", n.Count)
+		}
+		if n.MemoryMiB < 0 {
+			c.fail(p+".memoryMiB", "must not be negative")
+		}
+		if m := n.MIGStrategy; m != "" && m != "none" && m != "single" && m != "mixed" {
+			c.fail(p+".migStrategy", "must be none, single or mixed, got %q", m)
+		}
+	}
+}
+
+var labelValueRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
+func (c *checker) nodeName(path, v string) {
+	if v == "" || len(v) > 253 || !regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`).MatchString(v) {
+		c.fail(path, "%q is not a Kubernetes node name", v)
+	}
+}
+
+func (c *checker) storage(st *v1alpha1.Storage) {
+	if st == nil {
+		return
+	}
+	if st.StorageClass != "" {
+		c.slug("spec.storage.storageClass", st.StorageClass, 63)
+	}
+	seen := map[string]int{}
+	for i, d := range st.Devices {
+		p := fmt.Sprintf("spec.storage.devices[%d]", i)
+		c.nodeName(p+".node", d.Node)
+		if !devicePathRE.MatchString(d.Path) {
+			c.fail(p+".path", "%q must be a device path under /dev (prefer /dev/disk/by-id/...)", d.Path)
+		}
+		key := d.Node + ":" + d.Path
+		if j, dup := seen[key]; dup {
+			c.fail(p+".path", "device %s on %s already listed at devices[%d]", d.Path, d.Node, j)
+		}
+		seen[key] = i
+		if !quantityRE.MatchString(d.Capacity) {
+			c.fail(p+".capacity", "%q is not a Kubernetes quantity such as 3576Gi", d.Capacity)
+		}
+		sf := d.Safety
+		if sf == nil {
+			c.fail(p+".safety", "refused: no safety evidence. A disk is handed to storage only once it is confirmed unpartitioned, unmounted and not a RAID member")
+			continue
+		}
+		for _, proof := range []struct {
+			ok   bool
+			name string
+			why  string
+		}{
+			{sf.Unpartitioned, "unpartitioned", "it may hold a partition table or filesystem"},
+			{sf.Unmounted, "unmounted", "it may be mounted"},
+			{sf.NotRaidMember, "notRaidMember", "it may belong to a RAID array"},
+		} {
+			if !proof.ok {
+				c.fail(p+".safety."+proof.name, "refused: must be true (%s); confirm on the node (lsblk -f, findmnt, /proc/mdstat) right before onboarding", proof.why)
+			}
+		}
+		if _, err := time.Parse(time.RFC3339, sf.CheckedAt); err != nil {
+			c.fail(p+".safety.checkedAt", "%q must be an RFC 3339 time (when the evidence was gathered)", sf.CheckedAt)
+		}
+	}
+}
+
+func (c *checker) workloads(cluster string, s v1alpha1.ClusterSpec) {
+	nsCheck := func(path, v string) { c.slug(path, v, 63) }
+	for i, q := range s.Queues {
+		c.slug(fmt.Sprintf("spec.queues[%d].purpose", i), q.Purpose, 60)
+	}
+	for i, b := range s.Buckets {
+		c.slug(fmt.Sprintf("spec.buckets[%d].purpose", i), b.Purpose, 60)
+	}
+	dupes := func(kind string, list []string, path func(int) string) {
+		seen := map[string]int{}
+		for i, v := range list {
+			if j, ok := seen[v]; ok {
+				c.fail(path(i), "%s %q already listed at index %d", kind, v, j)
+			}
+			seen[v] = i
+		}
+	}
+	var qs, bs, ss, rs, ws []string
+	for _, q := range s.Queues {
+		qs = append(qs, q.Purpose+fmt.Sprint(q.FIFO))
+	}
+	for _, b := range s.Buckets {
+		bs = append(bs, b.Purpose)
+	}
+	for i, sec := range s.Secrets {
+		p := fmt.Sprintf("spec.secrets[%d]", i)
+		c.slug(p+".name", sec.Name, 253)
+		nsCheck(p+".namespace", sec.Namespace)
+		if sec.RefreshInterval != "" && !durationRE.MatchString(sec.RefreshInterval) {
+			c.fail(p+".refreshInterval", "%q must be a duration such as 1h or 30m", sec.RefreshInterval)
+		}
+		ss = append(ss, sec.Namespace+"/"+sec.Name)
+	}
+	for i, r := range s.Registries {
+		p := fmt.Sprintf("spec.registries[%d]", i)
+		c.slug(p+".purpose", r.Purpose, 60)
+		if len(r.Namespaces) == 0 {
+			c.fail(p+".namespaces", "list at least one namespace that pulls from this registry")
+		}
+		for j, ns := range r.Namespaces {
+			nsCheck(fmt.Sprintf("%s.namespaces[%d]", p, j), ns)
+		}
+		rs = append(rs, r.Purpose)
+	}
+	for i, ce := range s.Certificates {
+		p := fmt.Sprintf("spec.certificates[%d]", i)
+		c.slug(p+".name", ce.Name, 253)
+		nsCheck(p+".namespace", ce.Namespace)
+		if len(ce.DNSNames) == 0 {
+			c.fail(p+".dnsNames", "list at least one DNS name")
+		}
+		for j, d := range ce.DNSNames {
+			if !regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`).MatchString(d) {
+				c.fail(fmt.Sprintf("%s.dnsNames[%d]", p, j), "%q is not a DNS name", d)
+			}
+		}
+	}
+	for i, w := range s.Workloads {
+		p := fmt.Sprintf("spec.workloads[%d]", i)
+		c.slug(p+".name", w.Name, 62-len(cluster)) // the Application is <cluster>-<name>
+		nsCheck(p+".namespace", w.Namespace)
+		if w.Path == "" || strings.HasPrefix(w.Path, "/") || strings.Contains(w.Path, "..") {
+			c.fail(p+".path", "%q must be a relative path inside the source repo", w.Path)
+		}
+		ws = append(ws, w.Name)
+	}
+	dupes("queue", qs, func(i int) string { return fmt.Sprintf("spec.queues[%d].purpose", i) })
+	dupes("bucket", bs, func(i int) string { return fmt.Sprintf("spec.buckets[%d].purpose", i) })
+	dupes("secret", ss, func(i int) string { return fmt.Sprintf("spec.secrets[%d].name", i) })
+	dupes("registry", rs, func(i int) string { return fmt.Sprintf("spec.registries[%d].purpose", i) })
+	dupes("workload", ws, func(i int) string { return fmt.Sprintf("spec.workloads[%d].name", i) })
+}
