@@ -336,4 +336,3 @@ func firstNonEmpty(vs ...string) string {
 	}
 	return ""
 }
-
