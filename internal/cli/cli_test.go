@@ -77,8 +77,12 @@ func TestRenderBadInput(t *testing.T) {
 			return strings.Replace(s, "      type: bearerToken", "      type: bearerToken\n      token: s3cr3t-value", 1)
 		}, []string{"spec.connection.credentials.token: an inline token would put a credential in git"}},
 		{"role ARN disagrees with derived name", func(s string) string { return strings.Replace(s, "role/eue1-workload", "role/eue1-other", 1) }, []string{"spec.identity.roleArn:", "differs from the derived role"}},
-		{"dns outside service CIDR", func(s string) string { return strings.Replace(s, "dnsServiceIP: 10.43.0.10", "dnsServiceIP: 10.44.0.10", 1) }, []string{"spec.network.dnsServiceIP: 10.44.0.10 is outside serviceCIDR"}},
-		{"bad account id", func(s string) string { return strings.Replace(s, `accountID: "111122223333"`, "accountID: 111122223333", 1) }, []string{"spec.accountID: expected a string"}},
+		{"dns outside service CIDR", func(s string) string {
+			return strings.Replace(s, "dnsServiceIP: 10.43.0.10", "dnsServiceIP: 10.44.0.10", 1)
+		}, []string{"spec.network.dnsServiceIP: 10.44.0.10 is outside serviceCIDR"}},
+		{"bad account id", func(s string) string {
+			return strings.Replace(s, `accountID: "111122223333"`, "accountID: 111122223333", 1)
+		}, []string{"spec.accountID: expected a string"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
