@@ -34,7 +34,7 @@ func (s *stream) Recv() (*apiclient.AppStreamRequest, error) {
 	return r, nil
 }
 func (s *stream) SendAndClose(r *apiclient.ManifestResponse) error { s.resp = r; return nil }
-func (s *stream) Context() context.Context                       { return context.Background() }
+func (s *stream) Context() context.Context                         { return context.Background() }
 
 func newStream(t *testing.T, repo, app string, env []string) *stream {
 	t.Helper()

@@ -250,10 +250,14 @@ func (c *checker) gpu(g *v1alpha1.GPU) {
 	}
 }
 
-var labelValueRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+var (
+	labelValueRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+	nodeNameRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
+	dnsNameRE    = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
+)
 
 func (c *checker) nodeName(path, v string) {
-	if v == "" || len(v) > 253 || !regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`).MatchString(v) {
+	if v == "" || len(v) > 253 || !nodeNameRE.MatchString(v) {
 		c.fail(path, "%q is not a Kubernetes node name", v)
 	}
 }
@@ -356,7 +360,7 @@ func (c *checker) workloads(cluster string, s v1alpha1.ClusterSpec) {
 			c.fail(p+".dnsNames", "list at least one DNS name")
 		}
 		for j, d := range ce.DNSNames {
-			if !regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`).MatchString(d) {
+			if !dnsNameRE.MatchString(d) {
 				c.fail(fmt.Sprintf("%s.dnsNames[%d]", p, j), "%q is not a DNS name", d)
 			}
 		}
