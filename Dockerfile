@@ -6,9 +6,10 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=v0.1.0-dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/spokeforge/spokeforge/internal/cli.Version=${VERSION}" -o /out/spokeforge .
+# cgo: the Roles Anywhere signing helper links PKCS#11 support.
+RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X github.com/spokeforge/spokeforge/internal/cli.Version=${VERSION}" -o /out/spokeforge .
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/base-debian12:nonroot
 COPY --from=build /out/spokeforge /usr/local/bin/spokeforge
 # The CMP sidecar runs as Argo CD's user 999; the agent as nonroot.
 USER 999
