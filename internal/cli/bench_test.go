@@ -60,3 +60,14 @@ func BenchmarkValidateRepo1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRenderSpokeNoOverlay isolates the template path from kustomize.
+func BenchmarkRenderSpokeNoOverlay(b *testing.B) {
+	getenv := func(string) string { return "" }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Render("../../examples/gitops/clusters/gpu-west-2", "spoke", getenv); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
