@@ -141,27 +141,12 @@ func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
 		}
 		all = append(all, errs...)
 	}
-	orgFiles, _ := fs.Glob(fsys, "orgs/*.yaml")
-	for _, f := range orgFiles {
-		var o v1alpha1.Organization
-		lines, errs := decode(fsys, f, f, &o)
-		if errs == nil {
-			errs = validate.Org(f, lines, &o)
-			r.Orgs = append(r.Orgs, validate.OrgEntry{Loc: validate.Loc{File: f, Lines: lines}, Org: &o})
-		}
-		all = append(all, errs...)
-	}
-	prodFiles, _ := fs.Glob(fsys, "products/*/*.yaml")
-	for _, f := range prodFiles {
-		var p v1alpha1.Product
-		lines, errs := decode(fsys, f, f, &p)
-		if errs == nil {
-			errs = validate.Product(f, lines, &p)
-			r.Products = append(r.Products, validate.ProductEntry{Loc: validate.Loc{File: f, Lines: lines},
-				Org: filepath.Base(filepath.Dir(f)), Product: &p})
-		}
-		all = append(all, errs...)
-	}
+	all = append(all, loadEach(fsys, "orgs/*.yaml", validate.Org, func(loc validate.Loc, o *v1alpha1.Organization) {
+		r.Orgs = append(r.Orgs, validate.OrgEntry{Loc: loc, Org: o})
+	})...)
+	all = append(all, loadEach(fsys, "products/*/*.yaml", validate.Product, func(loc validate.Loc, p *v1alpha1.Product) {
+		r.Products = append(r.Products, validate.ProductEntry{Loc: loc, Org: filepath.Base(filepath.Dir(loc.File)), Product: p})
+	})...)
 	all = append(all, validate.CrossFile(r.Clusters, r.Orgs, r.Products)...)
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].File != all[j].File {
@@ -170,4 +155,22 @@ func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
 		return all[i].Line < all[j].Line
 	})
 	return r, all
+}
+
+// loadEach decodes and checks every file matching glob, handing each
+// decoded record to keep (also when it has findings, so cross-file rules
+// still see it).
+func loadEach[T any](fsys fs.FS, glob string, check func(string, record.Lines, *T) record.Errors, keep func(validate.Loc, *T)) record.Errors {
+	var all record.Errors
+	files, _ := fs.Glob(fsys, glob)
+	for _, f := range files {
+		v := new(T)
+		lines, errs := decode(fsys, f, f, v)
+		if errs == nil {
+			errs = check(f, lines, v)
+			keep(validate.Loc{File: f, Lines: lines}, v)
+		}
+		all = append(all, errs...)
+	}
+	return all
 }

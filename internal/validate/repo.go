@@ -15,10 +15,7 @@ import (
 func Org(file string, lines record.Lines, o *v1alpha1.Organization) record.Errors {
 	c := &checker{file: file, lines: lines}
 	c.header(o.APIVersion, o.Kind, v1alpha1.KindOrganization)
-	c.slug("metadata.name", o.Metadata.Name, 50)
-	if stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)); o.Metadata.Name != "" && stem != o.Metadata.Name {
-		c.fail("metadata.name", "%q differs from the file name %q", o.Metadata.Name, stem)
-	}
+	c.nameIsFileName(o.Metadata.Name, 50)
 	seen := map[string]int{}
 	for i, cl := range o.Spec.ClusterAllowlist {
 		p := fmt.Sprintf("spec.clusterAllowlist[%d]", i)
@@ -34,10 +31,7 @@ func Org(file string, lines record.Lines, o *v1alpha1.Organization) record.Error
 func Product(file string, lines record.Lines, p *v1alpha1.Product) record.Errors {
 	c := &checker{file: file, lines: lines}
 	c.header(p.APIVersion, p.Kind, v1alpha1.KindProduct)
-	c.slug("metadata.name", p.Metadata.Name, 63)
-	if stem := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)); p.Metadata.Name != "" && stem != p.Metadata.Name {
-		c.fail("metadata.name", "%q differs from the file name %q", p.Metadata.Name, stem)
-	}
+	c.nameIsFileName(p.Metadata.Name, 63)
 	if len(p.Spec.Delivery.Zones) == 0 {
 		c.fail("spec.delivery.zones", "list at least one zone")
 	}
@@ -160,4 +154,12 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		return errs[i].Line < errs[j].Line
 	})
 	return errs
+}
+
+// nameIsFileName checks metadata.name is a slug and matches <name>.yaml.
+func (c *checker) nameIsFileName(name string, max int) {
+	c.slug("metadata.name", name, max)
+	if stem := strings.TrimSuffix(filepath.Base(c.file), filepath.Ext(c.file)); name != "" && stem != name {
+		c.fail("metadata.name", "%q differs from the file name %q", name, stem)
+	}
 }
