@@ -38,8 +38,16 @@ var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Option(
 // Boundaries in sync-wave order (seed 000), after the foundation wave.
 var Boundaries = []string{"foundation", "identity", "secrets", "certificates", "registry", "queues", "storage", "workload"}
 
+// hubWaves order the hub objects of a cluster: its cluster Secret first,
+// then the spoke Application, then workloads — which with the Application
+// health check means workloads wait until the spoke's contracts hold.
+var hubWaves = map[string]int{"hub-projects": 0, "hub-credentials": 0, "hub-spoke": 1, "hub-workloads": 2}
+
 // Wave is the Argo CD sync wave of a boundary.
 func Wave(boundary string) int {
+	if w, ok := hubWaves[boundary]; ok {
+		return w
+	}
 	for i, b := range Boundaries {
 		if b == boundary {
 			return i
@@ -257,15 +265,15 @@ func label(obj map[string]any, cluster, boundary string) {
 	if cluster != "" {
 		labels[LabelCluster] = cluster
 	}
-	if boundary != "hub" {
+	if _, hub := hubWaves[boundary]; !hub {
 		labels[LabelBoundary] = boundary
-		ann, _ := md["annotations"].(map[string]any)
-		if ann == nil {
-			ann = map[string]any{}
-			md["annotations"] = ann
-		}
-		ann["argocd.argoproj.io/sync-wave"] = strconv.Itoa(Wave(boundary))
 	}
+	ann, _ := md["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
+		md["annotations"] = ann
+	}
+	ann["argocd.argoproj.io/sync-wave"] = strconv.Itoa(Wave(boundary))
 }
 
 // splitDocs splits a template's output on document separators.
