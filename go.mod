@@ -8,6 +8,7 @@ require (
 	github.com/argoproj/gitops-engine v0.7.1-0.20250521000818-c08b0a72c1f1
 	github.com/aws/rolesanywhere-credential-helper v1.4.0
 	github.com/invopop/jsonschema v0.14.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2
 	google.golang.org/grpc v1.68.1
 	gopkg.in/yaml.v3 v3.0.1
