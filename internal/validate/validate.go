@@ -95,7 +95,7 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) record.Error
 	c.storage(s.Storage)
 	c.workloads(name, s)
 
-	if len(c.errs) == 0 || allFieldsSane(c.errs) {
+	if namesDerivable(c.errs) {
 		_, nerrs := names.Derive(cl)
 		for _, e := range nerrs {
 			c.fail(e.Path, "%s", e.Msg)
@@ -104,9 +104,9 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) record.Error
 	return c.errs
 }
 
-// allFieldsSane reports whether derivation is still worth running: it is,
-// unless the name inputs themselves are already reported broken.
-func allFieldsSane(errs record.Errors) bool {
+// namesDerivable reports whether checking derived names adds anything:
+// not when their inputs (name, shortName) are already reported broken.
+func namesDerivable(errs record.Errors) bool {
 	for _, e := range errs {
 		if e.Path == "metadata.name" || e.Path == "spec.shortName" {
 			return false
