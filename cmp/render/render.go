@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -32,6 +33,9 @@ var templateFS embed.FS
 
 //go:embed crds/onboarding.yaml
 var OnboardingCRD []byte
+
+// onboardingCRDJSON converts the embedded CRD once, off the render hot path.
+var onboardingCRDJSON = sync.OnceValues(func() ([]byte, error) { return yaml.YAMLToJSON(OnboardingCRD) })
 
 var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
 
@@ -137,7 +141,7 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 	if session == 0 {
 		session = 3600
 	}
-	crd, err := yaml.YAMLToJSON(OnboardingCRD)
+	crd, err := onboardingCRDJSON()
 	if err != nil {
 		return nil, fmt.Errorf("embedded Onboarding CRD: %w", err)
 	}
