@@ -31,6 +31,8 @@ import (
 //go:embed templates/*.tmpl
 var templateFS embed.FS
 
+// OnboardingCRD is the Onboarding CRD rendered into every spoke (and copied to manifests/crds).
+//
 //go:embed crds/onboarding.yaml
 var OnboardingCRD []byte
 
