@@ -16,3 +16,5 @@ vet:
 bench:
 	test/bench/render.sh
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+include test/e2e/e2e.mk

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end suite (test/e2e) needs, idempotently:
+#   - Debian packages etcd-server, redis-server, git (apt-get; needs root or sudo)
+#   - kube-apiserver v1.31.0, built from the tools module test/e2e/tools, and the Argo CD
+#     v2.14.21 multi-call binary, built from test/e2e/tools/argocd (two modules: in one, MVS
+#     gives kube-apiserver Argo CD's newer structured-merge-diff and server-side apply
+#     panics), into the binary cache (reused when present).
+# The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
+# Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+tools="$root/test/e2e/tools"
+bin="${SPOKEFORGE_E2E_BIN:-$(go env GOCACHE)/../spokeforge-e2e/bin}"
+mkdir -p "$bin"
+bin="$(cd "$bin" && pwd)"
+
+say() { printf '[e2e-install] %s\n' "$*"; }
+
+# --- Debian packages -------------------------------------------------------------------
+need=()
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v git >/dev/null 2>&1 || need+=(git)
+if ((${#need[@]})); then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  say "apt-get install ${need[*]} (slow step)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+  # etcd-server and redis-server start system services on 2379/6379. The suite runs its own
+  # instances on free ports, so the system ones are not needed; stop them where possible.
+  for svc in etcd redis-server; do
+    if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+      $sudo systemctl stop "$svc" || true
+    fi
+  done
+else
+  say "Debian packages present: etcd-server redis-server git"
+fi
+
+# --- binaries --------------------------------------------------------------------------
+# build DIR NAME STAMP PACKAGE LDFLAGS: builds PACKAGE from module DIR into $bin/NAME unless
+# $bin/NAME exists and $bin/NAME.stamp holds STAMP.
+build() {
+  local dir="$1" name="$2" stamp="$3" pkg="$4" ldflags="$5"
+  if [ -z "${SPOKEFORGE_E2E_REBUILD:-}" ] && [ -x "$bin/$name" ] && [ "$(cat "$bin/$name.stamp" 2>/dev/null)" = "$stamp" ]; then
+    say "$name present ($stamp) in $bin"
+    return
+  fi
+  say "building $name ($stamp) into $bin (slow step: minutes on 2 cores)"
+  local start=$SECONDS
+  (cd "$dir" && go build -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg")
+  mv "$bin/$name.tmp" "$bin/$name"
+  echo "$stamp" >"$bin/$name.stamp"
+  say "built $name in $((SECONDS - start))s"
+}
+
+say "downloading tools module dependencies"
+(cd "$tools" && go mod download) && (cd "$tools/argocd" && go mod download)
+
+kv=k8s.io/component-base/version
+build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/cmd/kube-apiserver \
+  "-X $kv.gitVersion=v1.31.0 -X $kv.gitMajor=1 -X $kv.gitMinor=31 -X $kv.gitTreeState=clean"
+
+av=github.com/argoproj/argo-cd/v2/common
+build "$tools/argocd" argocd "argo-cd-v2.14.21-own-module" github.com/argoproj/argo-cd/v2/cmd \
+  "-X $av.version=2.14.21 -X $av.gitTag=v2.14.21 -X $av.gitTreeState=clean"
+
+# --- CRD source modules (spoke CRDs) -----------------------------------------------------
+for m in github.com/cert-manager/cert-manager@v1.19.4 \
+  github.com/external-secrets/external-secrets@v1.3.2 \
+  sigs.k8s.io/node-feature-discovery@v0.17.3 \
+  github.com/argoproj/argo-cd/v2@v2.14.21; do
+  # Outside any module, so the tools module's go.sum is left alone.
+  (cd / && go mod download "$m")
+done
+say "done; binaries in $bin"

@@ -1,0 +1,677 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Versions and module paths the harness builds on.
+const (
+	ArgoCDModule        = "github.com/argoproj/argo-cd/v2@v2.14.21"
+	CertManagerModule   = "github.com/cert-manager/cert-manager@v1.19.4"
+	ExternalSecretsMod  = "github.com/external-secrets/external-secrets@v1.3.2"
+	NFDModule           = "sigs.k8s.io/node-feature-discovery@v0.17.3"
+	ArgoCDNamespace     = "argocd"
+	SpokeClusterName    = "spoke"
+	installHint         = "run hack/e2e/install.sh"
+	argoCDAuthToken     = "x" // argocd-server runs with --disable-auth: any token goes
+	defaultStartTimeout = 3 * time.Minute
+)
+
+// Options configure a Hub.
+type Options struct {
+	// BinDir holds kube-apiserver and argocd; default $SPOKEFORGE_E2E_BIN or
+	// "$(go env GOCACHE)/../spokeforge-e2e/bin".
+	BinDir string
+	// RepoRoot is the spokeforge checkout; default the folder two levels above the test.
+	RepoRoot string
+	// PluginConfigDir holds the CMP plugin.yaml read by argocd-cmp-server; default
+	// RepoRoot/cmp when RepoRoot/cmp/plugin.yaml exists, else a placeholder plugin.
+	PluginConfigDir string
+	// SpokeforgeOptional: when building the spokeforge binary fails, log and go on without it
+	// (the cmp-server then has no spokeforge on its PATH).
+	SpokeforgeOptional bool
+	// SkipSpokeCRDs skips the cert-manager, External Secrets and NFD CRDs on the spoke.
+	SkipSpokeCRDs bool
+	// AppResync is the controller's --app-resync period; default 30s.
+	AppResync time.Duration
+}
+
+// Hub is a running Argo CD hub with a registered spoke cluster.
+type Hub struct {
+	// Dir is the work folder; LogDir (Dir/logs) holds one log per process.
+	Dir    string
+	LogDir string
+	BinDir string // the binary cache
+	// PathDir is put first on the PATH of the Argo CD processes: the argocd-* symlinks and
+	// spokeforge.
+	PathDir string
+
+	Hub   *Cluster // the API server Argo CD runs against
+	Spoke *Cluster // the API server registered as the Argo CD cluster "spoke"
+
+	EtcdURL        string
+	RedisAddr      string
+	RepoServerAddr string
+	ServerAddr     string // argocd-server (plaintext, auth disabled)
+	PluginSockDir  string // ARGOCD_PLUGINSOCKFILEPATH of repo-server and cmp-server
+	Spokeforge     string // path of the spokeforge binary, "" when not built
+
+	Processes map[string]*Process
+
+	opts     Options
+	mu       sync.Mutex
+	procs    []*Process
+	stopOnce sync.Once
+	keep     bool
+}
+
+// DefaultBinDir is the binary cache used by hack/e2e/install.sh.
+func DefaultBinDir() (string, error) {
+	if d := os.Getenv("SPOKEFORGE_E2E_BIN"); d != "" {
+		return filepath.Abs(d)
+	}
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOCACHE: %w", err)
+	}
+	return filepath.Clean(filepath.Join(strings.TrimSpace(string(out)), "..", "spokeforge-e2e", "bin")), nil
+}
+
+// ModuleDir returns the folder of MODULE@VERSION in the module cache (go mod download -json).
+func ModuleDir(modVersion string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
+	cmd.Dir = os.TempDir() // outside any module: go.mod and go.sum stay untouched
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	_ = json.Unmarshal(out, &info)
+	if err != nil || info.Dir == "" {
+		return "", fmt.Errorf("go mod download -json %s: %v %s", modVersion, err, info.Error)
+	}
+	return info.Dir, nil
+}
+
+// StartHub starts a hub for t and stops it at the end of t. On failure it prints the log
+// folder and the tail of every log.
+func StartHub(t testing.TB, opts Options) *Hub {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	started := time.Now()
+	h, err := Start(ctx, opts)
+	if h != nil {
+		t.Cleanup(func() {
+			if t.Failed() {
+				h.keep = true
+				t.Logf("e2e logs in %s\n%s", h.LogDir, logSummary(h.LogDir, 25))
+			}
+			h.Stop()
+		})
+	}
+	if err != nil {
+		t.Fatalf("start hub: %v", err)
+	}
+	t.Logf("hub up in %s: hub %s, spoke %s, argocd-server %s, logs %s", time.Since(started).Round(time.Second), h.Hub.URL, h.Spoke.URL, h.ServerAddr, h.LogDir)
+	return h
+}
+
+// Start starts etcd, the two API servers, Redis and Argo CD. On error the returned Hub (if not
+// nil) still needs Stop.
+func Start(ctx context.Context, opts Options) (*Hub, error) {
+	for _, dep := range []struct{ bin, pkg string }{{"etcd", "etcd-server"}, {"redis-server", "redis-server"}, {"git", "git"}} {
+		if _, err := exec.LookPath(dep.bin); err != nil {
+			return nil, fmt.Errorf("%s not found on PATH: Debian package %s is missing; %s", dep.bin, dep.pkg, installHint)
+		}
+	}
+	if opts.BinDir == "" {
+		d, err := DefaultBinDir()
+		if err != nil {
+			return nil, err
+		}
+		opts.BinDir = d
+	}
+	for _, b := range []string{"kube-apiserver", "argocd"} {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
+			return nil, fmt.Errorf("%s missing in %s: %s", b, opts.BinDir, installHint)
+		}
+	}
+	if opts.RepoRoot == "" {
+		d, err := filepath.Abs(filepath.Join("..", ".."))
+		if err != nil {
+			return nil, err
+		}
+		opts.RepoRoot = d
+	}
+	if opts.AppResync == 0 {
+		opts.AppResync = 30 * time.Second
+	}
+	dir, err := os.MkdirTemp("", "spokeforge-e2e-")
+	if err != nil {
+		return nil, err
+	}
+	h := &Hub{
+		Dir:       dir,
+		LogDir:    filepath.Join(dir, "logs"),
+		BinDir:    opts.BinDir,
+		PathDir:   filepath.Join(dir, "bin"),
+		Processes: map[string]*Process{},
+		opts:      opts,
+		keep:      os.Getenv("SPOKEFORGE_E2E_KEEP") != "",
+	}
+	registry.Lock()
+	registry.dirs[dir] = struct{}{}
+	registry.Unlock()
+	for _, d := range []string{h.LogDir, h.PathDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return h, err
+		}
+	}
+	if err := h.start(ctx); err != nil {
+		return h, err
+	}
+	return h, nil
+}
+
+func (h *Hub) bin(name string) string { return filepath.Join(h.BinDir, name) }
+
+func (h *Hub) run(spec procSpec) (*Process, error) {
+	p, err := start(h.LogDir, spec)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.procs = append(h.procs, p)
+	h.Processes[p.Name] = p
+	h.mu.Unlock()
+	return p, nil
+}
+
+// Stop kills every process of the hub (process groups; etcd last) and removes the
+// work folder unless it is kept (failure or SPOKEFORGE_E2E_KEEP).
+func (h *Hub) Stop() {
+	h.stopOnce.Do(func() {
+		h.mu.Lock()
+		procs := h.procs
+		h.procs = nil
+		h.mu.Unlock()
+		// Everything but etcd in parallel, then etcd (the API servers need it to shut down).
+		stopAll := func(ps []*Process) {
+			var wg sync.WaitGroup
+			for _, p := range ps {
+				wg.Add(1)
+				go func(p *Process) {
+					defer wg.Done()
+					p.stop(5 * time.Second)
+					registry.Lock()
+					delete(registry.procs, p)
+					registry.Unlock()
+				}(p)
+			}
+			wg.Wait()
+		}
+		var first, last []*Process
+		for _, p := range procs {
+			if p.Name == "etcd" {
+				last = append(last, p)
+			} else {
+				first = append(first, p)
+			}
+		}
+		stopAll(first)
+		stopAll(last)
+		registry.Lock()
+		delete(registry.dirs, h.Dir)
+		registry.Unlock()
+		if !h.keep {
+			_ = os.RemoveAll(h.Dir)
+		}
+	})
+}
+
+func (h *Hub) start(ctx context.Context) error {
+	var pp portPool
+	ports := make([]int, 14)
+	for i := range ports {
+		p, err := pp.get()
+		if err != nil {
+			return err
+		}
+		ports[i] = p
+	}
+	pp.release()
+	for i, p := range ports {
+		if err := checkPortFree(fmt.Sprintf("component %d", i), p); err != nil {
+			return err
+		}
+	}
+	etcdPort, etcdPeer, hubPort, spokePort, redisPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	repoPort, repoMetrics, ctrlMetrics, serverPort, serverMetrics := ports[5], ports[6], ports[7], ports[8], ports[9]
+	appsetMetrics, appsetProbe, appsetWebhook := ports[10], ports[11], ports[12]
+
+	// Links and binaries on the PATH of the Argo CD processes.
+	for _, name := range []string{"argocd", "argocd-server", "argocd-repo-server", "argocd-application-controller",
+		"argocd-applicationset-controller", "argocd-cmp-server", "argocd-git-ask-pass", "argocd-k8s-auth"} {
+		if err := os.Symlink(h.bin("argocd"), filepath.Join(h.PathDir, name)); err != nil {
+			return err
+		}
+	}
+	buildDone := make(chan error, 1)
+	go func() { buildDone <- h.buildSpokeforge(ctx) }()
+
+	// etcd
+	h.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	etcd, err := h.run(procSpec{name: "etcd", path: "etcd", args: []string{
+		"--name=e2e", "--data-dir=" + filepath.Join(h.Dir, "etcd"),
+		"--listen-client-urls=" + h.EtcdURL, "--advertise-client-urls=" + h.EtcdURL,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=e2e=" + peer, "--initial-cluster-state=new",
+		"--listen-metrics-urls=", "--log-level=warn", "--logger=zap",
+		"--quota-backend-bytes=4294967296",
+	}})
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, etcd, "/health", time.Minute, httpOK(h.EtcdURL+"/health")); err != nil {
+		return err
+	}
+
+	// Redis: no persistence, loopback only.
+	h.RedisAddr = fmt.Sprintf("127.0.0.1:%d", redisPort)
+	redis, err := h.run(procSpec{name: "redis", path: "redis-server", args: []string{
+		"--port", fmt.Sprint(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", h.Dir, "--daemonize", "no",
+	}})
+	if err != nil {
+		return err
+	}
+
+	// The two API servers, in parallel (each takes ~10-20s to become ready).
+	h.Hub = &Cluster{Name: "hub", dir: filepath.Join(h.Dir, "hub"), port: hubPort, etcdURL: h.EtcdURL, etcdPrefx: "/hub"}
+	h.Spoke = &Cluster{Name: "spoke", dir: filepath.Join(h.Dir, "spoke"), port: spokePort, etcdURL: h.EtcdURL, etcdPrefx: "/spoke"}
+	errs := make(chan error, 2)
+	for _, c := range []*Cluster{h.Hub, h.Spoke} {
+		go func(c *Cluster) { errs <- h.startAPIServer(ctx, c) }(c)
+	}
+	if err := errors.Join(<-errs, <-errs); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, redis, "PING", 30*time.Second, redisPing(h.RedisAddr)); err != nil {
+		return err
+	}
+
+	// Spoke CRDs in the background while the hub gets Argo CD.
+	spokeDone := make(chan error, 1)
+	go func() { spokeDone <- h.setupSpoke(ctx) }()
+	if err := h.setupHub(ctx); err != nil {
+		return err
+	}
+	if err := <-buildDone; err != nil {
+		return err
+	}
+
+	// Argo CD components.
+	h.PluginSockDir = filepath.Join(h.Dir, "plugins")
+	if err := os.MkdirAll(h.PluginSockDir, 0o755); err != nil {
+		return err
+	}
+	home := filepath.Join(h.Dir, "home")
+	tmp := filepath.Join(h.Dir, "tmp")
+	for _, d := range []string{home, tmp} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	common := []string{
+		"KUBECONFIG=" + h.Hub.Kubeconfig,
+		"PATH=" + h.PathDir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"HOME=" + home,
+		"TMPDIR=" + tmp,
+		"ARGOCD_GPG_ENABLED=false",
+		"ARGOCD_PLUGINSOCKFILEPATH=" + h.PluginSockDir,
+		"ARGOCD_LOG_FORMAT_ENABLE_FULL_TIMESTAMP=true",
+	}
+	link := func(name string) string { return filepath.Join(h.PathDir, name) }
+
+	cmpDir, err := h.pluginConfigDir()
+	if err != nil {
+		return err
+	}
+	cmpWork := filepath.Join(h.Dir, "cmp-work")
+	if err := os.MkdirAll(cmpWork, 0o755); err != nil {
+		return err
+	}
+	cmp, err := h.run(procSpec{name: "argocd-cmp-server", path: link("argocd-cmp-server"),
+		args: []string{"--config-dir-path", cmpDir, "--loglevel", "debug"},
+		env:  append(common, "ARGOCD_CMP_WORKDIR="+cmpWork), dir: cmpWork})
+	if err != nil {
+		return err
+	}
+	if err := waitFor(ctx, cmp, "plugin socket in "+h.PluginSockDir, time.Minute, func(context.Context) error {
+		m, _ := filepath.Glob(filepath.Join(h.PluginSockDir, "*.sock"))
+		if len(m) == 0 {
+			return errors.New("no *.sock yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	h.RepoServerAddr = fmt.Sprintf("127.0.0.1:%d", repoPort)
+	repo, err := h.run(procSpec{name: "argocd-repo-server", path: link("argocd-repo-server"), args: []string{
+		"--address", "127.0.0.1", "--port", fmt.Sprint(repoPort),
+		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(repoMetrics),
+		"--disable-tls", "--redis", h.RedisAddr, "--loglevel", "debug",
+	}, env: common})
+	if err != nil {
+		return err
+	}
+
+	ctrl, err := h.run(procSpec{name: "argocd-application-controller", path: link("argocd-application-controller"), args: []string{
+		"--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig,
+		"--repo-server", h.RepoServerAddr, "--repo-server-plaintext",
+		"--redis", h.RedisAddr, "--metrics-port", fmt.Sprint(ctrlMetrics),
+		"--app-resync", fmt.Sprint(int(h.opts.AppResync.Seconds())),
+		"--status-processors", "5", "--operation-processors", "5", "--loglevel", "debug",
+	}, env: common})
+	if err != nil {
+		return err
+	}
+
+	h.ServerAddr = fmt.Sprintf("127.0.0.1:%d", serverPort)
+	server, err := h.run(procSpec{name: "argocd-server", path: link("argocd-server"), args: []string{
+		"--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig,
+		"--insecure", "--disable-auth",
+		"--address", "127.0.0.1", "--port", fmt.Sprint(serverPort),
+		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(serverMetrics),
+		"--repo-server", h.RepoServerAddr, "--repo-server-plaintext",
+		"--redis", h.RedisAddr, "--dex-server", "", "--staticassets", filepath.Join(h.Dir, "static"),
+		"--loglevel", "debug",
+	}, env: common})
+	if err != nil {
+		return err
+	}
+
+	appset, err := h.run(procSpec{name: "argocd-applicationset-controller", path: link("argocd-applicationset-controller"), args: []string{
+		"--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig,
+		"--argocd-repo-server", h.RepoServerAddr, "--repo-server-plaintext",
+		"--metrics-addr", fmt.Sprintf("127.0.0.1:%d", appsetMetrics),
+		"--probe-addr", fmt.Sprintf("127.0.0.1:%d", appsetProbe),
+		"--webhook-addr", fmt.Sprintf("127.0.0.1:%d", appsetWebhook),
+		"--loglevel", "debug",
+	}, env: common})
+	if err != nil {
+		return err
+	}
+
+	if err := waitFor(ctx, repo, "gRPC port "+h.RepoServerAddr, defaultStartTimeout, tcpCheck(h.RepoServerAddr)); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, ctrl, "/healthz on metrics port", defaultStartTimeout, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", ctrlMetrics))); err != nil {
+		return err
+	}
+	if err := waitFor(ctx, server, "/healthz", defaultStartTimeout, httpOK("http://"+h.ServerAddr+"/healthz?full=true")); err != nil {
+		return err
+	}
+	// The applicationset-controller registers no health checks: its probe port answers 404.
+	if err := waitFor(ctx, appset, "/metrics", defaultStartTimeout, httpOK(fmt.Sprintf("http://127.0.0.1:%d/metrics", appsetMetrics))); err != nil {
+		return err
+	}
+	if err := <-spokeDone; err != nil {
+		return err
+	}
+	// The spoke, as Argo CD sees it: the cluster API answers once the controller connected.
+	return h.waitClusterKnown(ctx)
+}
+
+// buildSpokeforge builds the spokeforge binary into PathDir when RepoRoot/main.go exists.
+func (h *Hub) buildSpokeforge(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(h.opts.RepoRoot, "main.go")); err != nil {
+		return nil
+	}
+	out := filepath.Join(h.PathDir, "spokeforge")
+	log := filepath.Join(h.LogDir, "build-spokeforge.log")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	cmd.Dir = h.opts.RepoRoot
+	b, err := cmd.CombinedOutput()
+	_ = os.WriteFile(log, b, 0o644)
+	if err != nil {
+		if h.opts.SpokeforgeOptional {
+			fmt.Fprintf(os.Stderr, "e2e: building spokeforge failed (going on without it): %v; log: %s\n", err, log)
+			return nil
+		}
+		return fmt.Errorf("go build spokeforge in %s: %v; log: %s\n%s", h.opts.RepoRoot, err, log, b)
+	}
+	h.Spokeforge = out
+	return nil
+}
+
+// pluginConfigDir returns the folder holding the plugin.yaml of the cmp-server.
+func (h *Hub) pluginConfigDir() (string, error) {
+	if h.opts.PluginConfigDir != "" {
+		return h.opts.PluginConfigDir, nil
+	}
+	d := filepath.Join(h.opts.RepoRoot, "cmp")
+	if _, err := os.Stat(filepath.Join(d, "plugin.yaml")); err == nil {
+		return d, nil
+	}
+	d = filepath.Join(h.Dir, "cmp-config")
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return "", err
+	}
+	placeholder := `apiVersion: argoproj.io/v1alpha1
+kind: ConfigManagementPlugin
+metadata:
+  name: placeholder
+spec:
+  generate:
+    command: [sh, -c, "echo '{}'"]
+  discover:
+    fileName: never-there.yaml
+`
+	return d, os.WriteFile(filepath.Join(d, "plugin.yaml"), []byte(placeholder), 0o644)
+}
+
+// setupHub installs what Argo CD needs on the hub API server: its CRDs, the argocd namespace,
+// argocd-cm, argocd-rbac-cm, argocd-secret, the default AppProject and the spoke's cluster
+// Secret.
+func (h *Hub) setupHub(ctx context.Context) error {
+	argo, err := ModuleDir(ArgoCDModule)
+	if err != nil {
+		return err
+	}
+	crds, _ := filepath.Glob(filepath.Join(argo, "manifests", "crds", "*-crd.yaml"))
+	if len(crds) == 0 {
+		return fmt.Errorf("no Argo CD CRDs in %s/manifests/crds", argo)
+	}
+	if err := h.Hub.ApplyFiles(ctx, crds...); err != nil {
+		return err
+	}
+	if err := h.Hub.ensureNamespace(ctx, ArgoCDNamespace); err != nil {
+		return err
+	}
+	cfg, err := json.Marshal(map[string]any{
+		"bearerToken":     h.Spoke.Token,
+		"tlsClientConfig": map[string]any{"insecure": false, "caData": base64.StdEncoding.EncodeToString(h.Spoke.CAData)},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-cm
+  namespace: %[1]s
+  labels: {app.kubernetes.io/name: argocd-cm, app.kubernetes.io/part-of: argocd}
+data:
+  timeout.reconciliation: 10s
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-rbac-cm
+  namespace: %[1]s
+  labels: {app.kubernetes.io/name: argocd-rbac-cm, app.kubernetes.io/part-of: argocd}
+data:
+  policy.default: role:admin
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: argocd-secret
+  namespace: %[1]s
+  labels: {app.kubernetes.io/name: argocd-secret, app.kubernetes.io/part-of: argocd}
+stringData:
+  server.secretkey: %[2]s
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata:
+  name: default
+  namespace: %[1]s
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: '*', namespace: '*'}]
+  clusterResourceWhitelist: [{group: '*', kind: '*'}]
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: %[3]s
+  namespace: %[1]s
+  labels: {argocd.argoproj.io/secret-type: cluster}
+stringData:
+  name: %[3]s
+  server: %[4]s
+  config: '%[5]s'
+`, ArgoCDNamespace, randomToken(), SpokeClusterName, h.Spoke.URL, cfg))
+	return err
+}
+
+// setupSpoke installs the CRDs of cert-manager, External Secrets and NFD on the spoke.
+func (h *Hub) setupSpoke(ctx context.Context) error {
+	if h.opts.SkipSpokeCRDs {
+		return nil
+	}
+	var files []string
+	for _, src := range []struct{ mod, glob string }{
+		{CertManagerModule, "deploy/crds/*.yaml"},
+		{ExternalSecretsMod, "deploy/crds/bundle.yaml"},
+		{NFDModule, "deployment/base/nfd-crds/nfd-api-crds.yaml"},
+	} {
+		d, err := ModuleDir(src.mod)
+		if err != nil {
+			return err
+		}
+		m, _ := filepath.Glob(filepath.Join(d, src.glob))
+		if len(m) == 0 {
+			return fmt.Errorf("spoke CRDs: nothing matches %s in %s", src.glob, d)
+		}
+		files = append(files, m...)
+	}
+	if err := h.Spoke.ApplyFiles(ctx, files...); err != nil {
+		return fmt.Errorf("spoke CRDs: %w", err)
+	}
+	return nil
+}
+
+// waitClusterKnown waits until argocd-server lists the spoke cluster.
+func (h *Hub) waitClusterKnown(ctx context.Context) error {
+	return waitFor(ctx, h.Processes["argocd-server"], "cluster "+SpokeClusterName+" listed by argocd cluster list", time.Minute, func(ctx context.Context) error {
+		out, err := h.ArgoCD(ctx, "cluster", "list", "-o", "server")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, h.Spoke.URL) {
+			return fmt.Errorf("not listed: %s", out)
+		}
+		return nil
+	})
+}
+
+// ArgoCD runs the real argocd CLI against argocd-server (plaintext, --auth-token x) and
+// returns its combined output. Every call is appended to logs/argocd-cli.log.
+func (h *Hub) ArgoCD(ctx context.Context, args ...string) (string, error) {
+	full := append(append([]string{}, args...),
+		"--server", h.ServerAddr, "--plaintext", "--auth-token", argoCDAuthToken,
+		"--config", filepath.Join(h.Dir, "argocd-cli-config"))
+	cmd := exec.CommandContext(ctx, filepath.Join(h.PathDir, "argocd"), full...)
+	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(h.Dir, "home"), "KUBECONFIG="+h.Hub.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if f, ferr := os.OpenFile(filepath.Join(h.LogDir, "argocd-cli.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
+		fmt.Fprintf(f, "$ argocd %s\n%s(err: %v)\n", strings.Join(full, " "), out, err)
+		f.Close()
+	}
+	if err != nil {
+		return string(out), fmt.Errorf("argocd %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// SyncApp syncs the Application name with the argocd CLI and waits until it is Synced and
+// Healthy, each step within timeout.
+func (h *Hub) SyncApp(ctx context.Context, name string, timeout time.Duration) error {
+	secs := fmt.Sprint(int(timeout.Seconds()))
+	if _, err := h.ArgoCD(ctx, "app", "sync", name, "--timeout", secs); err != nil {
+		return err
+	}
+	_, err := h.ArgoCD(ctx, "app", "wait", name, "--sync", "--health", "--timeout", secs)
+	return err
+}
+
+// httpOK succeeds when url answers 200.
+func httpOK(url string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}
+
+// redisPing succeeds when Redis at addr answers PING.
+func redisPing(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte("PING\r\n")); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if !strings.HasPrefix(line, "+PONG") {
+			return fmt.Errorf("redis answered %q", line)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,236 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is one child process of the harness: it runs in its own process group, with its
+// stdout and stderr in LogPath.
+type Process struct {
+	Name    string
+	LogPath string
+
+	cmd     *exec.Cmd
+	logFile *os.File
+	done    chan struct{}
+	waitErr error
+}
+
+// Exited reports whether the process has ended, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.done:
+		return true, p.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// stop ends the process group: SIGTERM, then SIGKILL after grace.
+func (p *Process) stop(grace time.Duration) {
+	if p.cmd.Process == nil {
+		return
+	}
+	pgid := p.cmd.Process.Pid
+	if exited, _ := p.Exited(); !exited {
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+		}
+	}
+	// Children of the leader (git, plugins) may still be alive in the group.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.done
+}
+
+// registry holds every running process of every hub, so that TestMain can kill them on a signal.
+var registry = struct {
+	sync.Mutex
+	procs map[*Process]struct{}
+	dirs  map[string]struct{}
+}{procs: map[*Process]struct{}{}, dirs: map[string]struct{}{}}
+
+// KillAll ends every process started by any Hub and removes the work folders that are not
+// kept. TestMain calls it on SIGINT/SIGTERM and after the tests.
+func KillAll() {
+	registry.Lock()
+	procs := make([]*Process, 0, len(registry.procs))
+	for p := range registry.procs {
+		procs = append(procs, p)
+	}
+	registry.procs = map[*Process]struct{}{}
+	dirs := registry.dirs
+	registry.dirs = map[string]struct{}{}
+	registry.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func(p *Process) { defer wg.Done(); p.stop(3 * time.Second) }(p)
+	}
+	wg.Wait()
+	for d := range dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+// procSpec describes a process to start.
+type procSpec struct {
+	name string   // component name, also the log file's name
+	path string   // executable
+	args []string // arguments
+	env  []string // extra environment (KEY=VALUE), added to the test's environment
+	dir  string   // working directory (optional)
+}
+
+// start launches spec in its own process group with Pdeathsig, logging to logDir/<name>.log.
+func start(logDir string, spec procSpec) (*Process, error) {
+	logPath := filepath.Join(logDir, spec.name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(f, "# %s %s\n# env: %s\n", spec.path, strings.Join(spec.args, " "), strings.Join(spec.env, " "))
+	cmd := exec.Command(spec.path, spec.args...)
+	cmd.Env = append(os.Environ(), spec.env...)
+	cmd.Dir = spec.dir
+	cmd.Stdout = f
+	cmd.Stderr = f
+	// Own process group: killed as a group, and a Ctrl-C at the terminal reaches only the test
+	// binary, whose signal handler ends the group. Pdeathsig: the kernel kills the child if the
+	// test binary dies without cleaning up (go test -timeout panics, SIGKILL).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s (%s): %w", spec.name, spec.path, err)
+	}
+	p := &Process{Name: spec.name, LogPath: logPath, cmd: cmd, logFile: f, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		if p.waitErr == nil {
+			p.waitErr = errors.New("exited with status 0")
+		}
+		f.Close()
+		close(p.done)
+	}()
+	registry.Lock()
+	registry.procs[p] = struct{}{}
+	registry.Unlock()
+	return p, nil
+}
+
+// waitFor polls check every interval until it returns nil, the deadline passes, or p exits.
+// The error names the component and its log file.
+func waitFor(ctx context.Context, p *Process, what string, timeout time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	started := time.Now()
+	var last error
+	for {
+		if p != nil {
+			if exited, err := p.Exited(); exited {
+				return fmt.Errorf("%s exited while waiting for %s: %v; log: %s\n%s", p.Name, what, err, p.LogPath, tail(p.LogPath, 30))
+			}
+		}
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		last = check(cctx)
+		ccancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if p != nil {
+				return fmt.Errorf("%s: %s not reached within %s (last error: %v); log: %s\n%s", p.Name, what, time.Since(started).Round(time.Second), last, p.LogPath, tail(p.LogPath, 30))
+			}
+			return fmt.Errorf("%s not reached within %s (last error: %v)", what, time.Since(started).Round(time.Second), last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// tail returns the last n lines of the file at path.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    | " + strings.Join(lines, "\n    | ")
+}
+
+// tcpCheck succeeds when addr accepts TCP connections.
+func tcpCheck(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := (&net.Dialer{}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
+}
+
+// portPool hands out free loopback ports. It keeps every port listened to until release, so
+// that two calls never return the same port; release closes them right before the processes
+// start.
+type portPool struct {
+	ls []net.Listener
+}
+
+func (pp *portPool) get() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("no free loopback port: %w", err)
+	}
+	pp.ls = append(pp.ls, l)
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (pp *portPool) release() {
+	for _, l := range pp.ls {
+		l.Close()
+	}
+	pp.ls = nil
+}
+
+// checkPortFree fails when something already listens on 127.0.0.1:port.
+func checkPortFree(name string, port int) error {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return fmt.Errorf("port %d for %s is not free: %w", port, name, err)
+	}
+	return l.Close()
+}
+
+// logSummary lists the log files of dir with the tail of each, for a failing test.
+func logSummary(dir string, n int) string {
+	entries, _ := os.ReadDir(dir)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		fmt.Fprintf(&b, "--- %s (last %d lines)\n%s\n", filepath.Join(dir, name), n, tail(filepath.Join(dir, name), n))
+	}
+	return b.String()
+}
