@@ -22,15 +22,20 @@ import (
 
 // Versions and module paths the harness builds on.
 const (
-	ArgoCDModule        = "github.com/argoproj/argo-cd/v2@v2.14.21"
-	CertManagerModule   = "github.com/cert-manager/cert-manager@v1.19.4"
-	ExternalSecretsMod  = "github.com/external-secrets/external-secrets@v1.3.2"
-	NFDModule           = "sigs.k8s.io/node-feature-discovery@v0.17.3"
-	ArgoCDNamespace     = "argocd"
-	SpokeClusterName    = "spoke"
-	installHint         = "run hack/e2e/install.sh"
+	ArgoCDModule       = "github.com/argoproj/argo-cd/v2@v2.14.21"
+	CertManagerModule  = "github.com/cert-manager/cert-manager@v1.19.4"
+	ExternalSecretsMod = "github.com/external-secrets/external-secrets@v1.3.2"
+	NFDModule          = "sigs.k8s.io/node-feature-discovery@v0.17.3"
+	ArgoCDNamespace    = "argocd"
+	SpokeClusterName   = "spoke"
+	installHint        = "run hack/e2e/install.sh"
+	// HealthPatch is the argocd-cm patch with spokeforge's Lua health checks, repo-relative.
+	HealthPatch         = "manifests/argocd-cm/argocd-cm-health-patch.yaml"
 	argoCDAuthToken     = "x" // argocd-server runs with --disable-auth: any token goes
 	defaultStartTimeout = 3 * time.Minute
+	// reconciliationTimeout is argocd-cm timeout.reconciliation (default 3m): how often
+	// Argo CD looks for new commits without a webhook.
+	reconciliationTimeout = "10s"
 )
 
 // Options configure a Hub.
@@ -48,8 +53,13 @@ type Options struct {
 	SpokeforgeOptional bool
 	// SkipSpokeCRDs skips the cert-manager, External Secrets and NFD CRDs on the spoke.
 	SkipSpokeCRDs bool
-	// AppResync is the controller's --app-resync period; default 30s.
+	// AppResync is the controller's --app-resync period: how often it compares every app
+	// with git, standing in for a git webhook; default 10s (Argo CD's default is 3m).
 	AppResync time.Duration
+	// RepoErrorGrace is the controller's --repo-error-grace-period-seconds: how long after
+	// the last good comparison a failing render is ignored (the app keeps its last state);
+	// default 15s (Argo CD's default is 3m).
+	RepoErrorGrace time.Duration
 }
 
 // Hub is a running Argo CD hub with a registered spoke cluster.
@@ -158,7 +168,10 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 		opts.RepoRoot = d
 	}
 	if opts.AppResync == 0 {
-		opts.AppResync = 30 * time.Second
+		opts.AppResync = 10 * time.Second
+	}
+	if opts.RepoErrorGrace == 0 {
+		opts.RepoErrorGrace = 15 * time.Second
 	}
 	dir, err := os.MkdirTemp("", "spokeforge-e2e-")
 	if err != nil {
@@ -199,6 +212,35 @@ func (h *Hub) run(spec procSpec) (*Process, error) {
 	h.Processes[p.Name] = p
 	h.mu.Unlock()
 	return p, nil
+}
+
+// Kill ends the component name at once (SIGKILL to its process group), as a crash would.
+func (h *Hub) Kill(name string) error {
+	h.mu.Lock()
+	p := h.Processes[name]
+	h.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no component %q", name)
+	}
+	p.stop(0)
+	return nil
+}
+
+// Restart starts the component name again with the same command line and environment (after
+// Kill, or ending it first) and waits until ready answers.
+func (h *Hub) Restart(ctx context.Context, name string, ready func(context.Context) error) error {
+	h.mu.Lock()
+	old := h.Processes[name]
+	h.mu.Unlock()
+	if old == nil {
+		return fmt.Errorf("no component %q", name)
+	}
+	old.stop(5 * time.Second)
+	p, err := h.run(old.spec)
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, p, "ready after restart", defaultStartTimeout, ready)
 }
 
 // Stop kills every process of the hub (process groups; etcd last) and removes the
@@ -345,6 +387,9 @@ func (h *Hub) start(ctx context.Context) error {
 		"ARGOCD_GPG_ENABLED=false",
 		"ARGOCD_PLUGINSOCKFILEPATH=" + h.PluginSockDir,
 		"ARGOCD_LOG_FORMAT_ENABLE_FULL_TIMESTAMP=true",
+		// As Argo CD's install sets it from argocd-cm timeout.reconciliation: the repo-server
+		// caches a branch's resolved revision for this long.
+		"ARGOCD_RECONCILIATION_TIMEOUT=" + reconciliationTimeout,
 	}
 	link := func(name string) string { return filepath.Join(h.PathDir, name) }
 
@@ -387,6 +432,7 @@ func (h *Hub) start(ctx context.Context) error {
 		"--repo-server", h.RepoServerAddr, "--repo-server-plaintext",
 		"--redis", h.RedisAddr, "--metrics-port", fmt.Sprint(ctrlMetrics),
 		"--app-resync", fmt.Sprint(int(h.opts.AppResync.Seconds())),
+		"--repo-error-grace-period-seconds", fmt.Sprint(int(h.opts.RepoErrorGrace.Seconds())),
 		"--status-processors", "5", "--operation-processors", "5", "--loglevel", "debug",
 	}, env: common})
 	if err != nil {
@@ -519,7 +565,7 @@ metadata:
   namespace: %[1]s
   labels: {app.kubernetes.io/name: argocd-cm, app.kubernetes.io/part-of: argocd}
 data:
-  timeout.reconciliation: 10s
+  timeout.reconciliation: %[6]s
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -559,8 +605,19 @@ stringData:
   name: %[3]s
   server: %[4]s
   config: '%[5]s'
-`, ArgoCDNamespace, randomToken(), SpokeClusterName, h.Spoke.URL, cfg))
-	return err
+`, ArgoCDNamespace, randomToken(), SpokeClusterName, h.Spoke.URL, cfg, reconciliationTimeout))
+	if err != nil {
+		return err
+	}
+	// spokeforge's Lua health checks, as an install adds them (manifests/argocd-cm).
+	patch, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, filepath.FromSlash(HealthPatch)))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return h.Hub.ApplyAs(ctx, "spokeforge-health", string(patch))
 }
 
 // setupSpoke installs the CRDs of cert-manager, External Secrets and NFD on the spoke.

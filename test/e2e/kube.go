@@ -287,13 +287,28 @@ func (c *Cluster) Apply(ctx context.Context, manifest string) ([]*unstructured.U
 
 // ApplyObjects server-side applies objs, in order.
 func (c *Cluster) ApplyObjects(ctx context.Context, objs ...*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	return c.applyAs(ctx, fieldManager, objs...)
+}
+
+// ApplyAs server-side applies the YAML stream as field manager manager: fields it sets join
+// those of other managers instead of replacing them (a strategic-merge patch, the SSA way).
+func (c *Cluster) ApplyAs(ctx context.Context, manager, manifest string) error {
+	objs, err := DecodeYAML(strings.NewReader(manifest))
+	if err != nil {
+		return fmt.Errorf("%s: decode: %w", c.Name, err)
+	}
+	_, err = c.applyAs(ctx, manager, objs...)
+	return err
+}
+
+func (c *Cluster) applyAs(ctx context.Context, manager string, objs ...*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
 		ri, err := c.resourceFor(obj)
 		if err != nil {
 			return out, err
 		}
-		got, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+		got, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager, Force: true})
 		if err != nil {
 			return out, fmt.Errorf("%s: apply %s %s/%s: %w", c.Name, obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 		}

@@ -23,6 +23,7 @@ type Process struct {
 	Name    string
 	LogPath string
 
+	spec    procSpec
 	cmd     *exec.Cmd
 	logFile *os.File
 	done    chan struct{}
@@ -117,7 +118,7 @@ func start(logDir string, spec procSpec) (*Process, error) {
 		f.Close()
 		return nil, fmt.Errorf("start %s (%s): %w", spec.name, spec.path, err)
 	}
-	p := &Process{Name: spec.name, LogPath: logPath, cmd: cmd, logFile: f, done: make(chan struct{})}
+	p := &Process{Name: spec.name, LogPath: logPath, spec: spec, cmd: cmd, logFile: f, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		if p.waitErr == nil {
