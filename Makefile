@@ -12,6 +12,7 @@ test: vet
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./test/e2e/...
 
 bench:
 	test/bench/render.sh

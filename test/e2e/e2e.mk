@@ -11,3 +11,9 @@ e2e-install:
 
 e2e: e2e-install
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) ./test/e2e/...
+
+.PHONY: demo
+
+# demo: the e2e hub with examples/gitops synced, left running until Ctrl-C.
+demo: e2e-install
+	$(GO) run -tags e2e ./test/e2e/demo

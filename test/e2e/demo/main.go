@@ -1,0 +1,100 @@
+//go:build e2e
+
+// Command demo brings up the end-to-end hub (test/e2e) with the bundled example gitops
+// repository, syncs the example spoke through Argo CD and the spokeforge plugin, prints
+// the applications and how to reach them, and keeps everything running until Ctrl-C.
+// Run it from the repository root: make demo.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spokeforge/spokeforge/test/e2e"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		e2e.KillAll()
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) { fmt.Printf("[demo] "+format+"\n", args...) }
+
+func run() error {
+	root, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(root, e2e.ExampleRepo)); err != nil {
+		return fmt.Errorf("run from the repository root (make demo): %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+
+	say("starting etcd, hub and spoke kube-apiservers, Redis and Argo CD (about 10-20 s; building spokeforge first)")
+	started := time.Now()
+	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+	h, err := e2e.Start(startCtx, e2e.Options{RepoRoot: root})
+	cancel()
+	if h != nil {
+		defer h.Stop()
+	}
+	if err != nil {
+		if h != nil {
+			return fmt.Errorf("%w (logs in %s)", err, h.LogDir)
+		}
+		return err
+	}
+	say("hub up in %s; logs in %s", time.Since(started).Round(time.Second), h.LogDir)
+	e2e.StartStandInControllers(ctx, h.Spoke)
+
+	files, err := e2e.RepoFiles(filepath.Join(root, e2e.ExampleRepo))
+	if err != nil {
+		return err
+	}
+	repo, err := h.NewGitRepo("gitops", files)
+	if err != nil {
+		return err
+	}
+	say("committed %s to %s", e2e.ExampleRepo, repo.URL)
+	const app = "spoke-gpu-east-1"
+	if _, err := h.Hub.Apply(ctx, e2e.SpokeApplication(app, repo.URL, "clusters/gpu-east-1")); err != nil {
+		return err
+	}
+	say("argocd app sync %s (the spokeforge plugin renders clusters/gpu-east-1, wave by wave)", app)
+	syncStart := time.Now()
+	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "300"); err != nil {
+		return err
+	}
+	say("synced in %s", time.Since(syncStart).Round(100*time.Millisecond))
+	if _, err := h.ArgoCD(ctx, "app", "set", app, "--sync-policy", "automated", "--self-heal", "--auto-prune"); err != nil {
+		return err
+	}
+	list, err := h.ArgoCD(ctx, "app", "list")
+	if err != nil {
+		return err
+	}
+	argocd := filepath.Join(h.PathDir, "argocd")
+	fmt.Printf(`
+%s
+The hub is running. Try:
+  %s --server %s --plaintext --auth-token x app get %s
+  %s --server %s --plaintext --auth-token x app resources %s
+  KUBECONFIG=%s kubectl get all -A          # the spoke (if kubectl is installed)
+  git -C %s log --oneline                    # the gitops repo; commit there and push to change the spoke
+Argo CD reconciles every 10 s. The spoke has no kubelet, cert-manager or External Secrets
+Operator: stand-ins write the status those controllers would (see test/e2e/controllers.go).
+Press Ctrl-C to stop and clean up.
+`, list, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work)
+	<-ctx.Done()
+	say("stopping")
+	return nil
+}
