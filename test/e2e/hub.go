@@ -287,7 +287,11 @@ func (h *Hub) Stop() {
 
 func (h *Hub) start(ctx context.Context) error {
 	var pp portPool
-	ports := make([]int, 14)
+	portNames := []string{"etcd", "etcd peer", "kube-apiserver-hub", "kube-apiserver-spoke", "redis",
+		"argocd-repo-server", "argocd-repo-server metrics", "argocd-application-controller metrics",
+		"argocd-server", "argocd-server metrics", "argocd-applicationset-controller metrics",
+		"argocd-applicationset-controller probe", "argocd-applicationset-controller webhook"}
+	ports := make([]int, len(portNames))
 	for i := range ports {
 		p, err := pp.get()
 		if err != nil {
@@ -297,7 +301,7 @@ func (h *Hub) start(ctx context.Context) error {
 	}
 	pp.release()
 	for i, p := range ports {
-		if err := checkPortFree(fmt.Sprintf("component %d", i), p); err != nil {
+		if err := checkPortFree(portNames[i], p); err != nil {
 			return err
 		}
 	}
