@@ -25,6 +25,7 @@ import (
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/names"
+	"github.com/spokeforge/spokeforge/internal/onboarding"
 	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
@@ -70,7 +71,7 @@ const (
 )
 
 // SystemNamespace holds spokeforge's own objects on the spoke.
-const SystemNamespace = "spokeforge-system"
+const SystemNamespace = onboarding.SystemNamespace
 
 // Options are the build environment Argo CD passes and plugin parameters.
 type Options struct {
@@ -135,8 +136,7 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 			storageClass = s.Storage.StorageClass
 		}
 		for _, d := range s.Storage.Devices {
-			sum := sha256.Sum256([]byte(d.Node + "\x00" + d.Path))
-			devices = append(devices, device{Device: d, PVName: fmt.Sprintf("%s-%s", c.Metadata.Name, hex.EncodeToString(sum[:5]))})
+			devices = append(devices, device{Device: d, PVName: PVName(c.Metadata.Name, d)})
 		}
 	}
 	session := s.Identity.SessionDurationSeconds
@@ -147,8 +147,13 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded Onboarding CRD: %w", err)
 	}
+	spec, err := json.Marshal(onboarding.SpecFor(c, n, func(d v1alpha1.Device) string { return PVName(c.Metadata.Name, d) }))
+	if err != nil {
+		return nil, err
+	}
 	data := map[string]any{
 		"C": c, "N": n, "SystemNamespace": SystemNamespace,
+		"OnboardingSpec":       string(spec),
 		"Namespaces":           sortedKeys(nsSet),
 		"WorkloadNamespaces":   workloadNS,
 		"RegistryNamespaces":   sortedKeys(regNS),
@@ -161,6 +166,12 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 		"DockerConfigTemplate": `{"auths":{"{{ .proxy_endpoint }}":{"username":"{{ .username }}","password":"{{ .password }}","auth":"{{ printf "%s:%s" .username .password | b64enc }}"}}}`,
 	}
 	return execute("spoke.yaml.tmpl", data, c.Metadata.Name)
+}
+
+// PVName is the PersistentVolume of a device: stable for the same node and path.
+func PVName(cluster string, d v1alpha1.Device) string {
+	sum := sha256.Sum256([]byte(d.Node + "\x00" + d.Path))
+	return fmt.Sprintf("%s-%s", cluster, hex.EncodeToString(sum[:5]))
 }
 
 // Hub renders the hub-side objects for one cluster: the ExternalSecret
