@@ -169,9 +169,9 @@ func newWorld(t *testing.T) *world {
 		w.dyn[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
 	}
 	w.cfg = Config{
-		Spec:     sp,
-		Identity: Identity{Certificate: crt, PrivateKey: key, Endpoint: url},
-		AWS: aws.Config{Region: region, BaseEndpoint: aws.String(url), Retryer: func() aws.Retryer { return aws.NopRetryer{} }},
+		Spec:        sp,
+		Identity:    Identity{Certificate: crt, PrivateKey: key, Endpoint: url},
+		AWS:         aws.Config{Region: region, BaseEndpoint: aws.String(url), Retryer: func() aws.Retryer { return aws.NopRetryer{} }},
 		S3PathStyle: true,
 		Retry:       Backoff{Initial: time.Millisecond, Max: 4 * time.Millisecond, Attempts: 3},
 		CallTimeout: 5 * time.Second,
