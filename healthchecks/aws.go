@@ -68,11 +68,11 @@ func (r *run) identity(ctx context.Context) Result {
 	})
 	if err != nil {
 		st := classify(err)
-		reason, summary := "RolesAnywhereDenied", "the workload identity is not valid: Roles Anywhere refused the certificate for role "+sp.IAMRoleArn
+		summary := "the workload identity is not valid: Roles Anywhere refused the certificate for role " + sp.IAMRoleArn
 		if st == Pending {
-			reason, summary = "PendingRolesAnywhere", "Roles Anywhere did not answer yet"
+			summary = "Roles Anywhere did not answer yet"
 		}
-		b.finding(st, "rolesanywhere:CreateSession", reason, summary, fmt.Sprintf("%s (after %d attempts)", short(err), attempts))
+		b.errFinding(st, "rolesanywhere:CreateSession", "RolesAnywhereDenied", summary, fmt.Sprintf("%s (after %d attempts)", short(err), attempts))
 		return b.done("", "")
 	}
 	b.pass("rolesanywhere:CreateSession", "session for %s, expires %s", sp.IAMRoleArn, cp.Expiration)
@@ -88,11 +88,7 @@ func (r *run) identity(ctx context.Context) Result {
 	})
 	if err != nil {
 		st := classify(err)
-		reason := "CallerIdentityFailed"
-		if st == Pending {
-			reason = "PendingCallerIdentity"
-		}
-		b.finding(st, "sts:GetCallerIdentity", reason, "the workload identity is not valid: STS rejected its credentials",
+		b.errFinding(st, "sts:GetCallerIdentity", "CallerIdentityFailed", "the workload identity is not valid: STS rejected its credentials",
 			fmt.Sprintf("%s (after %d attempts)", short(err), attempts))
 		return b.done("", "")
 	}
@@ -149,7 +145,7 @@ func (r *run) awsSecrets(ctx context.Context, b *builder) {
 				fmt.Sprintf("Secrets Manager has no secret %s (%s after %d attempts)", s.Name, errorCode(err), attempts))
 		case err != nil:
 			st := classify(err)
-			b.finding(st, check, reasonFor(st, "SecretUnreadable"), "the secret "+s.Name+" cannot be read",
+			b.errFinding(st, check, "SecretUnreadable", "the secret "+s.Name+" cannot be read",
 				fmt.Sprintf("DescribeSecret %s: %s (after %d attempts)", s.Name, short(err), attempts))
 		case out.DeletedDate != nil:
 			b.finding(Failed, check, "SecretScheduledForDeletion", "the secret "+s.Name+" is scheduled for deletion",
@@ -158,13 +154,6 @@ func (r *run) awsSecrets(ctx context.Context, b *builder) {
 			b.pass(check, "%s", aws.ToString(out.ARN))
 		}
 	}
-}
-
-func reasonFor(st State, failed string) string {
-	if st == Pending {
-		return "Pending" + failed
-	}
-	return failed
 }
 
 // registry: an ECR token can be had and every derived repository exists.
@@ -187,7 +176,7 @@ func (r *run) registry(ctx context.Context) Result {
 		switch {
 		case err != nil:
 			st := classify(err)
-			b.finding(st, "ecr:GetAuthorizationToken", reasonFor(st, "RegistryTokenDenied"), "the registry refuses a pull token",
+			b.errFinding(st, "ecr:GetAuthorizationToken", "RegistryTokenDenied", "the registry refuses a pull token",
 				fmt.Sprintf("GetAuthorizationToken: %s (after %d attempts)", short(err), attempts))
 		case len(tok.AuthorizationData) == 0:
 			b.finding(Failed, "ecr:GetAuthorizationToken", "RegistryTokenEmpty", "the registry returned no pull token", "GetAuthorizationToken returned no authorization data")
@@ -209,7 +198,7 @@ func (r *run) registry(ctx context.Context) Result {
 					fmt.Sprintf("ECR has no repository %s (%s after %d attempts)", repo, errorCode(err), attempts))
 			case err != nil:
 				st := classify(err)
-				b.finding(st, check, reasonFor(st, "RepositoryUnreadable"), "the registry repository "+repo+" cannot be read",
+				b.errFinding(st, check, "RepositoryUnreadable", "the registry repository "+repo+" cannot be read",
 					fmt.Sprintf("DescribeRepositories %s: %s (after %d attempts)", repo, short(err), attempts))
 			case len(out.Repositories) == 0:
 				b.finding(Failed, check, "RepositoryMissing", "the registry repository "+repo+" has not been provisioned", "DescribeRepositories returned nothing for "+repo)
@@ -251,7 +240,7 @@ func (r *run) queues(ctx context.Context) Result {
 			continue
 		case err != nil:
 			st := classify(err)
-			b.finding(st, "sqs:GetQueueUrl "+q, reasonFor(st, "QueueUnreadable"), "the queue "+q+" cannot be reached",
+			b.errFinding(st, "sqs:GetQueueUrl "+q, "QueueUnreadable", "the queue "+q+" cannot be reached",
 				fmt.Sprintf("GetQueueUrl %s: %s (after %d attempts)", q, short(err), attempts))
 			continue
 		}
@@ -264,7 +253,7 @@ func (r *run) queues(ctx context.Context) Result {
 		})
 		if err != nil {
 			st := classify(err)
-			b.finding(st, "sqs:GetQueueAttributes "+q, reasonFor(st, "QueueAttributesDenied"), "the queue "+q+" cannot be read",
+			b.errFinding(st, "sqs:GetQueueAttributes "+q, "QueueAttributesDenied", "the queue "+q+" cannot be read",
 				fmt.Sprintf("GetQueueAttributes %s: %s (after %d attempts)", q, short(err), attempts))
 			continue
 		}
@@ -300,7 +289,7 @@ func (r *run) buckets(ctx context.Context, b *builder) {
 				fmt.Sprintf("HeadBucket %s: 403, the role lacks s3:ListBucket or the bucket is another account's", bucket))
 		default:
 			st := classify(err)
-			b.finding(st, check, reasonFor(st, "BucketUnreachable"), "the bucket "+bucket+" cannot be reached",
+			b.errFinding(st, check, "BucketUnreachable", "the bucket "+bucket+" cannot be reached",
 				fmt.Sprintf("HeadBucket %s: %s (after %d attempts)", bucket, short(err), attempts))
 		}
 	}

@@ -56,9 +56,12 @@ type Result struct {
 	// Message is the detailed cause, for the boundary's condition.
 	Message string `json:"message"`
 	// Summary is the short clause used in the first-failed sentence.
-	Summary  string        `json:"summary"`
-	Evidence []Evidence    `json:"evidence"`
-	Duration time.Duration `json:"durationNanos"`
+	Summary  string     `json:"summary"`
+	Evidence []Evidence `json:"evidence"`
+	// Unreachable: the result is Pending only because a dependency did not
+	// answer (timeout, throttling, 5xx), not because of what it said.
+	Unreachable bool          `json:"unreachable,omitempty"`
+	Duration    time.Duration `json:"-"`
 }
 
 // Report is one run over every boundary.
@@ -69,7 +72,7 @@ type Report struct {
 	FirstFailed string                `json:"firstFailedBoundary"`
 	Message     string                `json:"message"`
 	Connected   *onboarding.Connected `json:"connected,omitempty"`
-	Duration    time.Duration         `json:"durationNanos"`
+	Duration    time.Duration         `json:"-"`
 }
 
 // Exit codes of `spokeforge check`, as troubleshoot's preflight uses them.
@@ -255,6 +258,20 @@ func (b *builder) finding(state State, check, reason, summary, message string) {
 	if rank(state) > rank(b.worst) {
 		b.worst = state
 		b.res.Reason, b.res.Summary, b.res.Message = reason, summary, message
+	}
+}
+
+// errFinding records a failed call: a transient error is Pending with the
+// reason "Pending"+reason and marks the result Unreachable, so the agent
+// may keep the last known result instead.
+func (b *builder) errFinding(st State, check, reason, summary, message string) {
+	before := b.worst
+	if st == Pending {
+		reason = "Pending" + reason
+	}
+	b.finding(st, check, reason, summary, message)
+	if st == Pending && rank(before) < rank(Pending) {
+		b.res.Unreachable = true
 	}
 }
 

@@ -79,7 +79,7 @@ func condition(obj *unstructured.Unstructured, typ string) (status, reason, mess
 // kubeUnreadable records an API read that failed.
 func (b *builder) kubeUnreadable(check, what string, err error) {
 	st := classify(err)
-	b.finding(st, check, reasonFor(st, "APIUnreadable"), "the spoke's API server did not answer for "+what,
+	b.errFinding(st, check, "APIUnreadable", "the spoke's API server did not answer for "+what,
 		fmt.Sprintf("reading %s: %s", what, short(err)))
 }
 

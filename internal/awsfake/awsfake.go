@@ -57,7 +57,6 @@ type session struct {
 }
 
 type queue struct {
-	url     string
 	created time.Time
 	attrs   map[string]string
 }
@@ -177,7 +176,7 @@ func (s *Server) addQueueLocked(name string, attrs map[string]string) *queue {
 	if q, ok := s.queues[name]; ok {
 		return q
 	}
-	q := &queue{url: fmt.Sprintf("%s/%s/%s", s.URL(), s.AccountID, name), created: time.Now().UTC(), attrs: map[string]string{}}
+	q := &queue{created: time.Now().UTC(), attrs: map[string]string{}}
 	for k, v := range attrs {
 		q.attrs[k] = v
 	}
@@ -260,7 +259,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "ecr":
 			s.ecr(w, opName, in)
 		default:
-			s.sqs(w, opName, in)
+			s.sqs(w, r.Host, opName, in)
 		}
 	default:
 		jsonError(w, 400, "UnknownService", "awsfake does not serve "+service)
@@ -481,8 +480,11 @@ func (s *Server) ecr(w http.ResponseWriter, op string, in map[string]any) {
 	}
 }
 
-func (s *Server) sqs(w http.ResponseWriter, op string, in map[string]any) {
+// sqs answers queue URLs on the host the client used, so they stay valid
+// whatever address the server listens on.
+func (s *Server) sqs(w http.ResponseWriter, host, op string, in map[string]any) {
 	const ct = "application/x-amz-json-1.0"
+	queueURL := func(name string) string { return fmt.Sprintf("http://%s/%s/%s", host, s.AccountID, name) }
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	notFound := func() {
@@ -498,19 +500,19 @@ func (s *Server) sqs(w http.ResponseWriter, op string, in map[string]any) {
 				attrs[k], _ = v.(string)
 			}
 		}
-		writeJSON(w, ct, map[string]any{"QueueUrl": s.addQueueLocked(name, attrs).url})
+		s.addQueueLocked(name, attrs)
+		writeJSON(w, ct, map[string]any{"QueueUrl": queueURL(name)})
 	case "GetQueueUrl":
 		name, _ := in["QueueName"].(string)
-		q, ok := s.queues[name]
-		if !ok {
+		if _, ok := s.queues[name]; !ok {
 			notFound()
 			return
 		}
-		writeJSON(w, ct, map[string]any{"QueueUrl": q.url})
+		writeJSON(w, ct, map[string]any{"QueueUrl": queueURL(name)})
 	case "GetQueueAttributes":
 		u, _ := in["QueueUrl"].(string)
-		for _, q := range s.queues {
-			if q.url == u {
+		for name, q := range s.queues {
+			if strings.HasSuffix(u, "/"+s.AccountID+"/"+name) {
 				attrs := map[string]string{"ApproximateNumberOfMessages": "0",
 					"CreatedTimestamp": fmt.Sprint(q.created.Unix())}
 				for k, v := range q.attrs {
