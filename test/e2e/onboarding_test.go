@@ -1,0 +1,420 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/spokeforge/spokeforge/internal/awsfake"
+)
+
+const onboardingRecord = `apiVersion: spokeforge.io/v1alpha1
+kind: Cluster
+metadata:
+  name: e2e-gpu
+spec:
+  shortName: e2eg
+  account: acme-ml
+  accountID: "111122223333"
+  environment: prod
+  region: us-east-1
+  zone: dc-e2e
+  provider: metal
+  connection:
+    server: https://10.20.0.10:6443
+    credentials:
+      type: bearerToken
+  identity:
+    trustAnchorArn: arn:aws:rolesanywhere:us-east-1:111122223333:trust-anchor/0c5d6a3e-1f2b-4c8d-9e0f-1a2b3c4d5e6f
+    profileArn: arn:aws:rolesanywhere:us-east-1:111122223333:profile/7a8b9c0d-1e2f-4a5b-8c6d-7e8f9a0b1c2d
+    issuer:
+      name: spokeforge-ca
+  network:
+    podCIDR: 10.42.0.0/16
+    serviceCIDR: 10.43.0.0/16
+    dnsServiceIP: 10.43.0.10
+  gpu:
+    nodes:
+      - name: gpu-e2e-01
+        product: NVIDIA-A100-SXM4-80GB
+        count: 8
+  storage:
+    devices:
+      - node: gpu-e2e-01
+        path: /dev/disk/by-id/nvme-E2E_0001
+        capacity: 100Gi
+        safety: {unpartitioned: true, unmounted: true, notRaidMember: true, checkedAt: "2026-11-30T10:00:00Z"}
+  queues:
+    - purpose: jobs
+  buckets:
+    - purpose: models
+  secrets:
+    - name: hf-token
+      namespace: inference
+  registries:
+    - purpose: inference
+      namespaces: [inference]
+`
+
+// TestOnboarding: the agent, as a process with the rendered agent RBAC
+// (impersonating its ServiceAccount), writes the Onboarding status on the
+// spoke; Argo CD shows the spoke Application Degraded with the queue
+// boundary's message, then Healthy once the queue is created.
+//
+// The harness runs no kube-controller-manager, cert-manager, External
+// Secrets, NFD or device plugin, so the test plays their part on the spoke:
+// it marks Deployments available, Certificates and ExternalSecrets Ready and
+// registers the GPU node, as those controllers would.
+func TestOnboarding(t *testing.T) {
+	start := time.Now()
+	h := StartHub(t, Options{})
+	if h.Spokeforge == "" {
+		t.Fatal("spokeforge binary not built")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	if err := addHealthCustomizations(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+
+	// AWS: everything the record derives, except the jobs queue.
+	fake := awsfake.New("111122223333", "us-east-1")
+	fake.AllowRole("arn:aws:iam::111122223333:role/e2eg-workload")
+	fake.AddSecret("acme-ml/us-east-1/dc-e2e/metal/e2e-gpu/hf-token")
+	fake.AddRepository("e2eg/inference")
+	if err := fake.AddBucket("e2eg-models"); err != nil {
+		t.Fatal(err)
+	}
+	awsURL, err := fake.Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+
+	recordDir := filepath.Join(h.Dir, "record", "clusters", "e2e-gpu")
+	if err := os.MkdirAll(recordDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(recordDir, "cluster.yaml"), []byte(onboardingRecord), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	crt, key := e2eWorkloadCert(t, h.Dir)
+
+	repo, err := h.NewGitRepo("onboarding", map[string]string{"clusters/e2e-gpu/cluster.yaml": onboardingRecord})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const app = "spoke-e2e-gpu"
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  project: default
+  source:
+    repoURL: %s
+    targetRevision: HEAD
+    path: clusters/e2e-gpu
+    plugin: {name: spokeforge}
+  destination:
+    server: %s
+`, app, ArgoCDNamespace, repo.URL, h.Spoke.URL)); err != nil {
+		t.Fatal(err)
+	}
+
+	stopControllers := playControllers(ctx, t, h)
+	defer stopControllers()
+
+	syncStart := time.Now()
+	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "240"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("spoke synced in %s", time.Since(syncStart).Round(time.Millisecond))
+
+	// The agent, with exactly the rendered RBAC.
+	agentKubeconfig, err := impersonatingKubeconfig(h, "system:serviceaccount:spokeforge-system:spokeforge-agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awsEnv := []string{"AWS_ENDPOINT_URL=" + awsURL, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+	agentStart := time.Now()
+	if _, err := h.run(procSpec{name: "spokeforge-agent", path: h.Spokeforge, args: []string{
+		"agent", "--onboarding=e2e-gpu", "--interval=5s", "--debounce=500ms", "--kubeconfig", agentKubeconfig,
+		"--certificate", crt, "--private-key", key, "--metrics-addr", "127.0.0.1:0",
+	}, env: awsEnv}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Degraded with the queue boundary's message, as Argo CD shows it.
+	msg, err := waitOnboardingHealth(ctx, h, app, "Degraded", 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Degraded %s after the agent started: %s", time.Since(agentStart).Round(time.Millisecond), msg)
+	for _, want := range []string{"queues: ", "e2eg-jobs", "(identity, secrets, certificates, registry ready)"} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("Onboarding health message %q lacks %q", msg, want)
+		}
+	}
+	ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", "e2e-gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ff, _, _ := unstructured.NestedString(ob.Object, "status", "firstFailedBoundary"); ff != "Queues" {
+		t.Fatalf("status.firstFailedBoundary = %q, want Queues", ff)
+	}
+
+	// spokeforge check from a laptop says the same and exits 3.
+	checkStart := time.Now()
+	out, code := runCheck(ctx, h, recordDir, crt, key, awsEnv)
+	t.Logf("spokeforge check (failing) took %s", time.Since(checkStart).Round(time.Millisecond))
+	if code != 3 || !strings.Contains(out, "the workload identity is valid and secrets, certificates and the registry are ready, but the queue e2eg-jobs has not been provisioned") {
+		t.Fatalf("spokeforge check exit %d:\n%s", code, out)
+	}
+
+	// Create the missing queue with the real SDK; the agent notices on its next check.
+	fake.StaticKey("AKIAE2ESETUP", "arn:aws:iam::111122223333:role/e2e-setup")
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(awsURL),
+		Credentials: awscreds.NewStaticCredentialsProvider("AKIAE2ESETUP", "setup-secret", "")})
+	if _, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("e2eg-jobs")}); err != nil {
+		t.Fatal(err)
+	}
+	fixed := time.Now()
+	if _, err := h.ArgoCD(ctx, "app", "wait", app, "--health", "--timeout", "120"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("argocd app wait --health saw Healthy %s after the queue was created", time.Since(fixed).Round(time.Millisecond))
+	msg, err = waitOnboardingHealth(ctx, h, app, "Healthy", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "all onboarding contracts hold") {
+		t.Fatalf("Healthy message = %q", msg)
+	}
+	checkStart = time.Now()
+	out, code = runCheck(ctx, h, recordDir, crt, key, awsEnv)
+	t.Logf("spokeforge check (passing) took %s", time.Since(checkStart).Round(time.Millisecond))
+	if code != 0 {
+		t.Fatalf("spokeforge check exit %d:\n%s", code, out)
+	}
+	t.Logf("onboarding test total %s", time.Since(start).Round(time.Second))
+}
+
+// addHealthCustomizations merges the shipped argocd-cm health patch into the hub's argocd-cm.
+func addHealthCustomizations(ctx context.Context, h *Hub) error {
+	raw, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "manifests", "argocd-cm", "argocd-cm-health-patch.yaml"))
+	if err != nil {
+		return err
+	}
+	var patch corev1.ConfigMap
+	if err := yaml.Unmarshal(raw, &patch); err != nil {
+		return err
+	}
+	cms := h.Hub.Client.CoreV1().ConfigMaps(ArgoCDNamespace)
+	cm, err := cms.Get(ctx, "argocd-cm", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	for k, v := range patch.Data {
+		cm.Data[k] = v
+	}
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+func e2eWorkloadCert(t *testing.T, dir string) (string, string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(0x7e2e), Subject: pkix.Name{CommonName: "e2e-gpu", Organization: []string{"acme-ml"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, k := filepath.Join(dir, "identity.crt"), filepath.Join(dir, "identity.key")
+	if err := writePEM(crt, "CERTIFICATE", der); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePEM(k, "PRIVATE KEY", kder); err != nil {
+		t.Fatal(err)
+	}
+	return crt, k
+}
+
+// impersonatingKubeconfig writes a copy of the spoke kubeconfig that acts as user.
+func impersonatingKubeconfig(h *Hub, user string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(h.Spoke.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.Impersonate = user
+	}
+	path := filepath.Join(h.Dir, "agent.kubeconfig")
+	return path, clientcmd.WriteToFile(*cfg, path)
+}
+
+func runCheck(ctx context.Context, h *Hub, dir, crt, key string, env []string) (string, int) {
+	cmd := exec.CommandContext(ctx, h.Spokeforge, "check", dir, "--kubeconfig", h.Spoke.Kubeconfig, "--certificate", crt, "--private-key", key)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	}
+	if err != nil {
+		return err.Error(), -1
+	}
+	return string(out), 0
+}
+
+// waitOnboardingHealth polls the Application until Argo CD reports the
+// Onboarding resource with the given health, and returns its message.
+func waitOnboardingHealth(ctx context.Context, h *Hub, app, want string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		out, err := h.ArgoCD(ctx, "app", "get", app, "-o", "json", "--refresh")
+		if err == nil {
+			var a struct {
+				Status struct {
+					Health    struct{ Status string }
+					Resources []struct {
+						Kind   string
+						Health *struct{ Status, Message string }
+					}
+				}
+			}
+			if json.Unmarshal([]byte(out), &a) == nil {
+				for _, r := range a.Status.Resources {
+					if r.Kind == "Onboarding" && r.Health != nil {
+						last = r.Health.Status + ": " + r.Health.Message
+						if r.Health.Status == want && a.Status.Health.Status == want {
+							return r.Health.Message, nil
+						}
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return "", fmt.Errorf("Application %s: Onboarding not %s within %s; last %q", app, want, timeout, last)
+}
+
+// playControllers stands in for the controllers the harness does not run:
+// kube-controller-manager (Deployments available), cert-manager
+// (Certificates Ready), External Secrets (stores and ExternalSecrets Ready),
+// and the kubelet, device plugin and NFD (the GPU node with its labels and
+// allocatable GPUs).
+func playControllers(ctx context.Context, t *testing.T, h *Hub) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-e2e-01", Labels: map[string]string{
+		"spokeforge.io/gpu.product": "NVIDIA-A100-SXM4-80GB", "spokeforge.io/gpu.count": "8", "spokeforge.io/gpu.mig-strategy": "none",
+		"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}}
+	created, err := h.Spoke.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}
+	created.Status.Capacity = created.Status.Allocatable
+	if _, err := h.Spoke.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
+	readyCond := func(reason string) []any {
+		return []any{map[string]any{"type": "Ready", "status": "True", "reason": reason, "message": reason, "lastTransitionTime": now()}}
+	}
+	type kind struct {
+		gvr    schema.GroupVersionResource
+		status func(*unstructured.Unstructured) map[string]any
+	}
+	kinds := []kind{
+		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, func(u *unstructured.Unstructured) map[string]any {
+			return map[string]any{"observedGeneration": u.GetGeneration(), "replicas": int64(1), "updatedReplicas": int64(1),
+				"readyReplicas": int64(1), "availableReplicas": int64(1),
+				"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastTransitionTime": now()}}}
+		}},
+		{schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}, func(*unstructured.Unstructured) map[string]any {
+			return map[string]any{"conditions": readyCond("Ready"), "notBefore": now(),
+				"notAfter": time.Now().Add(90 * 24 * time.Hour).UTC().Format(time.RFC3339)}
+		}},
+		{schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}, func(*unstructured.Unstructured) map[string]any {
+			return map[string]any{"conditions": readyCond("SecretSynced"), "refreshTime": now()}
+		}},
+		{schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "clustersecretstores"}, func(*unstructured.Unstructured) map[string]any {
+			return map[string]any{"conditions": readyCond("Valid"), "capabilities": "ReadWrite"}
+		}},
+	}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			for _, k := range kinds {
+				list, err := h.Spoke.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
+				if err != nil {
+					continue
+				}
+				for i := range list.Items {
+					u := &list.Items[i]
+					if _, has, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); has {
+						continue
+					}
+					u.Object["status"] = k.status(u)
+					if u.GetNamespace() == "" {
+						_, _ = h.Spoke.Dynamic.Resource(k.gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+					} else {
+						_, _ = h.Spoke.Dynamic.Resource(k.gvr).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
