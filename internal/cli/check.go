@@ -218,8 +218,13 @@ func writeCheckTable(w io.Writer, rep healthchecks.Report) {
 	fmt.Fprintln(tw, "BOUNDARY\tSTATE\tREASON\tMESSAGE")
 	for _, r := range rep.Results {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Boundary, r.State, r.Reason, r.Message)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nEVIDENCE")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range rep.Results {
 		for _, e := range r.Evidence {
-			fmt.Fprintf(tw, "\t  %s\t%s\t%s\n", stateMark[e.State], e.Check, e.Detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Boundary, stateMark[e.State], e.Check, e.Detail)
 		}
 	}
 	tw.Flush()

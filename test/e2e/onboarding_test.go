@@ -12,7 +12,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,11 +169,16 @@ spec:
 	}
 	awsEnv := []string{"AWS_ENDPOINT_URL=" + awsURL, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	agentStart := time.Now()
-	if _, err := h.run(procSpec{name: "spokeforge-agent", path: h.Spokeforge, args: []string{
-		"agent", "--onboarding=e2e-gpu", "--interval=5s", "--debounce=500ms", "--kubeconfig", agentKubeconfig,
-		"--certificate", crt, "--private-key", key, "--metrics-addr", "127.0.0.1:0",
-	}, env: awsEnv}); err != nil {
+	agentProc, err := h.run(procSpec{name: "spokeforge-agent", path: h.Spokeforge, args: []string{
+		"agent", "--onboarding=e2e-gpu", "--interval=5s", "--debounce=500ms", "--call-timeout=1s", "--kubeconfig", agentKubeconfig,
+		"--certificate", crt, "--private-key", key, "--metrics-addr", metricsAddr,
+	}, env: awsEnv})
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -226,7 +234,101 @@ spec:
 	if code != 0 {
 		t.Fatalf("spokeforge check exit %d:\n%s", code, out)
 	}
+
+	// AWS times out: the agent keeps the last known result instead of flapping.
+	before := fake.Calls("sqs.GetQueueUrl")
+	fake.Inject("sqs.GetQueueUrl", awsfake.Fault{Times: -1, Delay: 3 * time.Second})
+	for fake.Calls("sqs.GetQueueUrl") < before+8 { // two agent cycles of four attempts
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		time.Sleep(time.Second)
+	}
+	if ready := readyStatus(ctx, t, h); ready != "True" {
+		t.Fatalf("Ready = %s while SQS timed out, want the last known True", ready)
+	}
+	if m := scrape(t, metricsAddr); !strings.Contains(m, `spokeforge_last_known_results_kept_total{boundary="Queues"}`) {
+		t.Fatalf("metrics lack the kept-result counter:\n%s", m)
+	}
+	fake.Inject("sqs.GetQueueUrl", awsfake.Fault{})
+
+	// The spoke API server restarts: the agent survives and writes again.
+	checkedAt := statusString(ctx, t, h, "checkedAt")
+	old := h.Spoke.Process
+	old.stop(5 * time.Second)
+	time.Sleep(6 * time.Second) // more than one agent interval without an API server
+	if exited, err := agentProc.Exited(); exited {
+		t.Fatalf("agent exited while the API server was down: %v", err)
+	}
+	restarted, err := h.run(procSpec{name: "kube-apiserver-spoke-restarted", path: old.cmd.Path, args: old.cmd.Args[1:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Spoke.Process = restarted
+	downAt := time.Now()
+	for {
+		if ctx.Err() != nil {
+			t.Fatalf("no status write after the API server restart (checkedAt still %s)", checkedAt)
+		}
+		if ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", "e2e-gpu"); err == nil {
+			at, _, _ := unstructured.NestedString(ob.Object, "status", "checkedAt")
+			if at > checkedAt && readyStatus(ctx, t, h) == "True" {
+				break
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Logf("agent wrote status again %s after the spoke API server came back", time.Since(downAt).Round(time.Millisecond))
+	if _, err := h.ArgoCD(ctx, "app", "wait", app, "--health", "--timeout", "120"); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("onboarding test total %s", time.Since(start).Round(time.Second))
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func scrape(t *testing.T, addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func statusString(ctx context.Context, t *testing.T, h *Hub, field string) string {
+	ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", "e2e-gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _, _ := unstructured.NestedString(ob.Object, "status", field)
+	return v
+}
+
+func readyStatus(ctx context.Context, t *testing.T, h *Hub) string {
+	ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", "e2e-gpu")
+	if err != nil {
+		return "unreadable: " + err.Error()
+	}
+	conds, _, _ := unstructured.NestedSlice(ob.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
 }
 
 // addHealthCustomizations merges the shipped argocd-cm health patch into the hub's argocd-cm.

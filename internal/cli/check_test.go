@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spokeforge/spokeforge/healthchecks"
+	"github.com/spokeforge/spokeforge/internal/onboarding"
+)
+
+func TestCheckBadInput(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad output", []string{"check", "../../examples/gitops/clusters/gpu-east-1", "-o", "yaml"}, `-o "yaml": want table or json`},
+		{"bad record", []string{"check", writeCluster(t, func(s string) string { return s + "\n  bad: [unclosed\n" })}, "invalid YAML"},
+		{"no record", []string{"check", t.TempDir()}, "cluster.yaml"},
+		{"bad kubeconfig", []string{"check", "../../examples/gitops/clusters/gpu-east-1", "--kubeconfig", "does-not-exist"}, "kubernetes client"},
+	}
+	for _, tc := range cases {
+		code, out, errOut := run(tc.args...)
+		if code != 1 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want exit 1, no stdout, %q", tc.name, code, out, errOut, tc.want)
+		}
+	}
+}
+
+func TestAgentBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agent"}, "--onboarding is required"},
+		{[]string{"agent", "--onboarding=x", "--interval=10ms"}, "--interval 10ms: want at least 1s"},
+	} {
+		if code, _, errOut := run(tc.args...); code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q", tc.args, code, errOut)
+		}
+	}
+}
+
+func TestCheckTable(t *testing.T) {
+	rep := healthchecks.Report{Cluster: "gpu-east-1", CheckedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	for _, b := range onboarding.Boundaries {
+		r := healthchecks.Result{Boundary: b, State: healthchecks.Passed, Reason: "Verified", Message: "ok",
+			Evidence: []healthchecks.Evidence{{Check: "probe " + b, State: healthchecks.Passed, Detail: "fine"}}}
+		if b == "Queues" {
+			r = healthchecks.Result{Boundary: b, State: healthchecks.Failed, Reason: "QueueMissing", Message: "queue eue1-jobs does not exist",
+				Summary:  "the queue eue1-jobs has not been provisioned",
+				Evidence: []healthchecks.Evidence{{Check: "sqs:GetQueueUrl eue1-jobs", State: healthchecks.Failed, Detail: "queue eue1-jobs does not exist"}}}
+		}
+		rep.Results = append(rep.Results, r)
+	}
+	rep.FirstFailed, rep.Message = healthchecks.Summarise(rep.Results)
+	var b strings.Builder
+	writeCheckTable(&b, rep)
+	for _, want := range []string{
+		"BOUNDARY      STATE   REASON        MESSAGE",
+		"Queues        Failed  QueueMissing  queue eue1-jobs does not exist",
+		"Queues        FAIL  sqs:GetQueueUrl eue1-jobs  queue eue1-jobs does not exist",
+		"gpu-east-1: first failed boundary Queues: the workload identity is valid and secrets, certificates and the registry are ready, but the queue eue1-jobs has not been provisioned",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
+	}
+	if rep.ExitCode() != healthchecks.ExitFailed {
+		t.Fatalf("exit = %d", rep.ExitCode())
+	}
+}
