@@ -119,7 +119,7 @@ type world struct {
 	certDir string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	sp := spec()
 	f := awsfake.New(account, region)
@@ -180,7 +180,7 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-func (w *world) run(t *testing.T) Report {
+func (w *world) run(t testing.TB) Report {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	lists := map[schema.GroupVersionResource]string{}
