@@ -136,7 +136,7 @@ type Config struct {
 	Now          func() time.Time
 }
 
-// Defaults fills unset knobs.
+// defaults fills unset knobs.
 func (c *Config) defaults() {
 	if c.Retry.Attempts == 0 {
 		c.Retry = Backoff{Initial: 200 * time.Millisecond, Max: 2 * time.Second, Attempts: 4}

@@ -270,6 +270,22 @@ func TestFirstFailedBoundary(t *testing.T) {
 			w.dyn["Certificate/inference/serving"].Object["status"] = ready(map[string]any{"notAfter": now.Add(48 * time.Hour).Format(time.RFC3339)})
 		}, "Certificates", Failed, "CertificateExpiring",
 			"the workload identity is valid and secrets are ready, but the certificate inference/serving expires soon and has not been renewed", ExitFailed},
+		{"secrets: scheduled for deletion", func(w *world) { w.aws.MarkSecretDeleted("acme/us-east-1/dc/eq/gpu-east-1/hf-token") },
+			"Secrets", Failed, "SecretScheduledForDeletion",
+			"the workload identity is valid, but the secret acme/us-east-1/dc/eq/gpu-east-1/hf-token is scheduled for deletion", ExitFailed},
+		{"secrets: store missing", func(w *world) { delete(w.dyn, "ClusterSecretStore//spokeforge-aws") },
+			"Secrets", Failed, "SecretStoreMissing",
+			"the workload identity is valid, but the ClusterSecretStore spokeforge-aws does not exist", ExitFailed},
+		{"secrets: ExternalSecret failing for another reason", func(w *world) {
+			w.dyn["ExternalSecret/inference/hf-token"].Object["status"] = map[string]any{"conditions": []any{
+				cond("Ready", "False", "SecretSyncedError", "AccessDeniedException: not authorized to perform secretsmanager:GetSecretValue")}}
+		}, "Secrets", Failed, "ExternalSecretNotReady",
+			"the workload identity is valid, but the ExternalSecret inference/hf-token is not synchronised", ExitFailed},
+		{"certificates: issuing", func(w *world) {
+			w.dyn["Certificate/inference/serving"].Object["status"] = map[string]any{"conditions": []any{
+				cond("Ready", "False", "DoesNotExist", "no secret"), cond("Issuing", "True", "DoesNotExist", "issuing")}}
+		}, "Certificates", Pending, "PendingIssuance",
+			"the workload identity is valid and secrets are ready, but the certificate inference/serving is being issued", ExitPending},
 		{"registry: repository missing", func(w *world) {
 			w.aws = recreate(w, func(f *awsfake.Server) { f.AllowRole(role) }, "repository")
 		}, "Registry", Failed, "RepositoryMissing",
@@ -293,6 +309,16 @@ func TestFirstFailedBoundary(t *testing.T) {
 			w.kube[2].(*corev1.Node).Status.Allocatable[GPUResource] = resource.MustParse("4")
 		}, "Workload", Failed, "GPUCountMismatch",
 			"the workload identity is valid and secrets, certificates, the registry, the queues and storage are ready, but node gpu-node-01 has 4 GPUs where the record says 8", ExitFailed},
+		{"workload: node missing", func(w *world) { w.kube = w.kube[:2] },
+			"Workload", Failed, "NodeMissing",
+			"the workload identity is valid and secrets, certificates, the registry, the queues and storage are ready, but the GPU node gpu-node-01 is not in the cluster", ExitFailed},
+		{"workload: GFD reads other hardware", func(w *world) {
+			w.kube[2].(*corev1.Node).Labels["nvidia.com/gpu.product"] = "NVIDIA-H100-80GB-HBM3"
+		}, "Workload", Failed, "HardwareMismatch",
+			"the workload identity is valid and secrets, certificates, the registry, the queues and storage are ready, but node gpu-node-01 holds NVIDIA-H100-80GB-HBM3, not the NVIDIA-A100-SXM4-80GB the record says", ExitFailed},
+		{"workload: labels not applied yet", func(w *world) { delete(w.kube[2].(*corev1.Node).Labels, "spokeforge.io/gpu.count") },
+			"Workload", Pending, "PendingNodeLabels",
+			"the workload identity is valid and secrets, certificates, the registry, the queues and storage are ready, but node gpu-node-01 has not been labelled from the record yet", ExitPending},
 		{"workload: device plugin not registered", func(w *world) {
 			delete(w.kube[2].(*corev1.Node).Status.Allocatable, GPUResource)
 		}, "Workload", Pending, "PendingDevicePlugin",
@@ -385,7 +411,7 @@ func TestTimeoutIsPending(t *testing.T) {
 	w.cfg.CallTimeout = 50 * time.Millisecond
 	w.aws.Inject("s3.HEAD", awsfake.Fault{Times: -1, Delay: 200 * time.Millisecond})
 	rep := w.run(t)
-	if rep.FirstFailed != "Storage" || rep.Results[5].State != Pending || rep.ExitCode() != ExitPending {
+	if rep.FirstFailed != "Storage" || rep.Results[5].State != Pending || !rep.Results[5].Unreachable || rep.ExitCode() != ExitPending {
 		t.Fatalf("first failed %q, storage %+v", rep.FirstFailed, rep.Results[5])
 	}
 }
@@ -414,5 +440,44 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 		if c.LastTransitionTime != want {
 			t.Errorf("%s lastTransitionTime = %s, want %s", c.Type, c.LastTransitionTime, want)
 		}
+	}
+}
+
+func TestAssumedRoleMatches(t *testing.T) {
+	cases := []struct {
+		caller string
+		ok     bool
+	}{
+		{"arn:aws:sts::111122223333:assumed-role/eue1-workload/5f0e", true},
+		{"arn:aws:sts::111122223333:assumed-role/eue1-other/5f0e", false},
+		{"arn:aws:sts::999999999999:assumed-role/eue1-workload/5f0e", false},
+		{"arn:aws:iam::111122223333:user/eue1-workload", false},
+		{"arn:aws:sts::111122223333:assumed-role/eue1-workload/", false},
+		{"not an arn", false},
+	}
+	for _, tc := range cases {
+		if _, ok := assumedRoleMatches(tc.caller, role); ok != tc.ok {
+			t.Errorf("%s: match %v, want %v", tc.caller, ok, tc.ok)
+		}
+	}
+}
+
+func TestStorageProbe(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.ProbePVC = true
+	rep := w.run(t)
+	st := rep.Results[5]
+	if st.State != Passed || !strings.Contains(st.Evidence[len(st.Evidence)-1].Detail, "skipped: StorageClass spokeforge-local-block binds on first consumer") {
+		t.Fatalf("WaitForFirstConsumer probe: %+v", st)
+	}
+	immediate := storagev1.VolumeBindingImmediate
+	w.kube[0].(*storagev1.StorageClass).VolumeBindingMode = &immediate
+	w.cfg.ProbeTimeout = 10 * time.Millisecond
+	rep = w.run(t)
+	if st := rep.Results[5]; st.State != Pending || st.Reason != "PendingProbeClaim" {
+		t.Fatalf("unbound probe claim: %+v", st)
+	}
+	if _, err := w.cfg.Kube.CoreV1().PersistentVolumeClaims("spokeforge-system").Get(context.Background(), ProbeClaim, metav1.GetOptions{}); err == nil {
+		t.Fatal("probe claim left behind")
 	}
 }

@@ -128,7 +128,7 @@ func classify(err error) State {
 func short(err error) string {
 	msg := err.Error()
 	if len(msg) > 400 {
-		msg = msg[:400] + "..."
+		msg = strings.ToValidUTF8(msg[:400], "") + "..."
 	}
 	return msg
 }

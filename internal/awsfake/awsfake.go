@@ -158,6 +158,16 @@ func (s *Server) addSecretLocked(name string) *secret {
 	return sec
 }
 
+// MarkSecretDeleted schedules a secret for deletion, as DeleteSecret does.
+func (s *Server) MarkSecretDeleted(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec, ok := s.secrets[name]; ok {
+		t := time.Now().UTC()
+		sec.deleted = &t
+	}
+}
+
 // AddRepository creates an ECR repository.
 func (s *Server) AddRepository(name string) {
 	s.mu.Lock()
