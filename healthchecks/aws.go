@@ -22,16 +22,28 @@ import (
 	"github.com/spokeforge/spokeforge/internal/credentials"
 )
 
-// exchange runs the Roles Anywhere exchange under ctx: the helper takes no
-// context, so a hung endpoint is abandoned rather than waited for.
+// exchanging admits one Roles Anywhere exchange at a time, process-wide.
+// The helper takes no context and its HTTP client has no timeout, so a
+// hung endpoint is abandoned rather than waited for; this bounds the
+// abandoned exchanges to one however long the endpoint hangs.
+var exchanging = make(chan struct{}, 1)
+
+// exchange runs the Roles Anywhere exchange under ctx.
 func (r *run) exchange(ctx context.Context) (helper.CredentialProcessOutput, error) {
 	sp, id := r.cfg.Spec, r.cfg.Identity
+	select {
+	case exchanging <- struct{}{}:
+	default:
+		return helper.CredentialProcessOutput{}, fmt.Errorf("Roles Anywhere CreateSession for role %s: an earlier call has not returned: %w",
+			sp.IAMRoleArn, context.DeadlineExceeded)
+	}
 	type out struct {
 		c   helper.CredentialProcessOutput
 		err error
 	}
 	ch := make(chan out, 1)
 	go func() {
+		defer func() { <-exchanging }()
 		c, err := credentials.Exchange(credentials.Options{
 			Certificate: id.Certificate, PrivateKey: id.PrivateKey,
 			TrustAnchorArn: sp.TrustAnchorArn, ProfileArn: sp.ProfileArn, RoleArn: sp.IAMRoleArn,

@@ -267,12 +267,23 @@ func (b *builder) finding(state State, check, reason, summary, message string) {
 func (b *builder) errFinding(st State, check, reason, summary, message string) {
 	before := b.worst
 	if st == Pending {
-		reason = "Pending" + reason
+		if p, ok := pendingReason[reason]; ok {
+			reason = p
+		} else {
+			reason = "Pending" + reason
+		}
 	}
 	b.finding(st, check, reason, summary, message)
 	if st == Pending && rank(before) < rank(Pending) {
 		b.res.Unreachable = true
 	}
+}
+
+// pendingReason names the transient form of reasons whose failed form
+// would read wrong with a "Pending" prefix.
+var pendingReason = map[string]string{
+	"RolesAnywhereDenied": "PendingRolesAnywhere", "CallerIdentityFailed": "PendingCallerIdentity",
+	"RegistryTokenDenied": "PendingRegistryToken", "QueueAttributesDenied": "PendingQueueAttributes",
 }
 
 func rank(s State) int {

@@ -252,10 +252,17 @@ func TestFirstFailedBoundary(t *testing.T) {
 		}, "Secrets", Failed, "SecretMissing",
 			"the workload identity is valid, but the secret acme/us-east-1/dc/eq/gpu-east-1/hf-token has not been provisioned", ExitFailed},
 		{"secrets: ExternalSecret waiting for the provider", func(w *world) {
-			w.dyn["ExternalSecret/inference/hf-token"].Object["status"] = map[string]any{"conditions": []any{
-				cond("Ready", "False", "SecretSyncedError", "could not get secret data from provider: Secret does not exist")}}
+			c := cond("Ready", "False", "SecretSyncedError", "could not get secret data from provider: Secret does not exist")
+			c["lastTransitionTime"] = now.Add(-2 * time.Minute).Format(time.RFC3339)
+			w.dyn["ExternalSecret/inference/hf-token"].Object["status"] = map[string]any{"conditions": []any{c}}
 		}, "Secrets", Pending, "PendingSync",
 			"the workload identity is valid, but the ExternalSecret inference/hf-token is waiting for its secret to appear", ExitPending},
+		{"secrets: ExternalSecret provider error past the grace period", func(w *world) {
+			c := cond("Ready", "False", "SecretSyncedError", "key token does not exist in secret")
+			c["lastTransitionTime"] = now.Add(-30 * time.Minute).Format(time.RFC3339)
+			w.dyn["ExternalSecret/inference/hf-token"].Object["status"] = map[string]any{"conditions": []any{c}}
+		}, "Secrets", Failed, "ExternalSecretNotReady",
+			"the workload identity is valid, but the ExternalSecret inference/hf-token is not synchronised", ExitFailed},
 		{"certificates: stale failed request", func(w *world) {
 			w.dyn["Certificate/inference/serving"].Object["status"] = map[string]any{
 				"conditions":             []any{cond("Ready", "False", "Failed", "issuance failed"), cond("Issuing", "False", "Failed", "denied")},
@@ -414,6 +421,25 @@ func TestTimeoutIsPending(t *testing.T) {
 	if rep.FirstFailed != "Storage" || rep.Results[5].State != Pending || !rep.Results[5].Unreachable || rep.ExitCode() != ExitPending {
 		t.Fatalf("first failed %q, storage %+v", rep.FirstFailed, rep.Results[5])
 	}
+}
+
+// TestHungRolesAnywhere: an endpoint that never answers is Pending, and
+// at most one abandoned exchange is ever outstanding.
+func TestHungRolesAnywhere(t *testing.T) {
+	w := newWorld(t)
+	w.cfg.CallTimeout = 30 * time.Millisecond
+	w.aws.Inject("rolesanywhere.CreateSession", awsfake.Fault{Times: -1, Delay: 500 * time.Millisecond})
+	for range 2 {
+		rep := w.run(t)
+		id := rep.Results[0]
+		if id.State != Pending || id.Reason != "PendingRolesAnywhere" || !id.Unreachable || rep.ExitCode() != ExitPending {
+			t.Fatalf("identity = %+v", id)
+		}
+	}
+	if n := w.aws.Calls("rolesanywhere.CreateSession"); n != 1 {
+		t.Fatalf("CreateSession called %d times while the first call hung, want 1", n)
+	}
+	time.Sleep(600 * time.Millisecond) // let the abandoned exchange return
 }
 
 func TestStatusKeepsTransitionTimes(t *testing.T) {

@@ -115,9 +115,13 @@ func (r *run) secrets(ctx context.Context) Result {
 	return b.done("Verified", fmt.Sprintf("%d secrets exist under %s and are synchronised", len(sp.Secrets), sp.SecretPath))
 }
 
+// esoGrace is how long a provider "does not exist" error counts as
+// eventual consistency: longer than ESO's 7 min retry backoff cap.
+const esoGrace = 10 * time.Minute
+
 // externalSecret checks one ExternalSecret is Ready. A provider "does not
-// exist" error is Pending: ESO retries it with backoff (up to 7 min), and
-// the secret may just have been written.
+// exist" error is Pending for esoGrace: ESO retries it with backoff, and
+// the secret may just have been written. After that it is a failure.
 func (r *run) externalSecret(ctx context.Context, b *builder, ns, name string, registry bool) {
 	ref := ns + "/" + name
 	check := "ExternalSecret " + ref
@@ -134,7 +138,9 @@ func (r *run) externalSecret(ctx context.Context, b *builder, ns, name string, r
 		b.finding(Failed, check, "ExternalSecretMissing", what+" does not exist", "ExternalSecret "+ref+" is not on the spoke")
 		return
 	}
-	st, reason, msg, _, ok := condition(obj, "Ready")
+	st, reason, msg, since, ok := condition(obj, "Ready")
+	sinceT, err := time.Parse(time.RFC3339, since)
+	young := err != nil || r.cfg.Now().Sub(sinceT) < esoGrace
 	force := fmt.Sprintf("kubectl annotate externalsecret -n %s %s force-sync=$(date +%%s) --overwrite", ns, name)
 	lower := strings.ToLower(msg)
 	switch {
@@ -142,7 +148,7 @@ func (r *run) externalSecret(ctx context.Context, b *builder, ns, name string, r
 		b.finding(Pending, check, "PendingSync", what+" has not synchronised yet", "ExternalSecret "+ref+" has no Ready condition yet")
 	case st == "True":
 		b.pass(check, "Ready (%s), refreshed %s", reason, nestedString(obj, "status", "refreshTime"))
-	case strings.Contains(lower, "does not exist") || strings.Contains(lower, "not found") || strings.Contains(lower, "can't find"):
+	case young && (strings.Contains(lower, "does not exist") || strings.Contains(lower, "not found") || strings.Contains(lower, "can't find")):
 		b.finding(Pending, check, "PendingSync", what+" is waiting for its secret to appear",
 			fmt.Sprintf("ExternalSecret %s: %s; External Secrets retries with backoff (up to 7 min), or force it: %s", ref, msg, force))
 	default:
@@ -183,6 +189,8 @@ func (r *run) certificates(ctx context.Context) Result {
 			b.finding(Failed, check, "CertificateExpiring", "the certificate "+ref.String()+" expires soon and has not been renewed",
 				fmt.Sprintf("Certificate %s expires %s (in %s), inside the %s renewal window: cert-manager has not renewed it",
 					ref, notAfter.UTC().Format(time.RFC3339), notAfter.Sub(now).Round(time.Minute), r.cfg.CertRenewalWindow))
+		case ready == "True" && notAfter.IsZero():
+			b.pass(check, "Ready (no status.notAfter to check expiry against)")
 		case ready == "True":
 			b.pass(check, "Ready, expires %s", notAfter.UTC().Format(time.RFC3339))
 		case issuing == "True":
