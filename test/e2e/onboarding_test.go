@@ -30,9 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/yaml"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
 )
@@ -91,9 +89,9 @@ spec:
 // boundary's message, then Healthy once the queue is created.
 //
 // The harness runs no kube-controller-manager, cert-manager, External
-// Secrets, NFD or device plugin, so the test plays their part on the spoke:
-// it marks Deployments available, Certificates and ExternalSecrets Ready and
-// registers the GPU node, as those controllers would.
+// Secrets, NFD or device plugin: the stand-in controllers write Deployment,
+// Certificate and ESO status, and the test registers the GPU node as the
+// kubelet, device plugin and NFD would.
 func TestOnboarding(t *testing.T) {
 	start := time.Now()
 	h := StartHub(t, Options{})
@@ -102,10 +100,6 @@ func TestOnboarding(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-
-	if err := addHealthCustomizations(ctx, h); err != nil {
-		t.Fatal(err)
-	}
 
 	// AWS: everything the record derives, except the jobs queue.
 	fake := awsfake.New("111122223333", "us-east-1")
@@ -135,26 +129,11 @@ func TestOnboarding(t *testing.T) {
 		t.Fatal(err)
 	}
 	const app = "spoke-e2e-gpu"
-	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %s
-  namespace: %s
-spec:
-  project: default
-  source:
-    repoURL: %s
-    targetRevision: HEAD
-    path: clusters/e2e-gpu
-    plugin: {name: spokeforge}
-  destination:
-    server: %s
-`, app, ArgoCDNamespace, repo.URL, h.Spoke.URL)); err != nil {
+	if _, err := h.Hub.Apply(ctx, SpokeApplication(app, repo.URL, "clusters/e2e-gpu")); err != nil {
 		t.Fatal(err)
 	}
-
-	stopControllers := playControllers(ctx, t, h)
-	defer stopControllers()
+	StartStandInControllers(ctx, h.Spoke)
+	registerGPUNode(ctx, t, h)
 
 	syncStart := time.Now()
 	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "240"); err != nil {
@@ -244,7 +223,7 @@ spec:
 		}
 		time.Sleep(time.Second)
 	}
-	if ready := readyStatus(ctx, t, h); ready != "True" {
+	if ready := onboardingReady(ctx, h); ready != "True" {
 		t.Fatalf("Ready = %s while SQS timed out, want the last known True", ready)
 	}
 	if m := scrape(t, metricsAddr); !strings.Contains(m, `spokeforge_last_known_results_kept_total{boundary="Queues"}`) {
@@ -260,7 +239,7 @@ spec:
 	if exited, err := agentProc.Exited(); exited {
 		t.Fatalf("agent exited while the API server was down: %v", err)
 	}
-	restarted, err := h.run(procSpec{name: "kube-apiserver-spoke-restarted", path: old.cmd.Path, args: old.cmd.Args[1:]})
+	restarted, err := h.run(old.spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +251,7 @@ spec:
 		}
 		if ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", "e2e-gpu"); err == nil {
 			at, _, _ := unstructured.NestedString(ob.Object, "status", "checkedAt")
-			if at > checkedAt && readyStatus(ctx, t, h) == "True" {
+			if at > checkedAt && onboardingReady(ctx, h) == "True" {
 				break
 			}
 		}
@@ -316,7 +295,7 @@ func statusString(ctx context.Context, t *testing.T, h *Hub, field string) strin
 	return v
 }
 
-func readyStatus(ctx context.Context, t *testing.T, h *Hub) string {
+func onboardingReady(ctx context.Context, h *Hub) string {
 	ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", "e2e-gpu")
 	if err != nil {
 		return "unreadable: " + err.Error()
@@ -329,31 +308,6 @@ func readyStatus(ctx context.Context, t *testing.T, h *Hub) string {
 		}
 	}
 	return ""
-}
-
-// addHealthCustomizations merges the shipped argocd-cm health patch into the hub's argocd-cm.
-func addHealthCustomizations(ctx context.Context, h *Hub) error {
-	raw, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "manifests", "argocd-cm", "argocd-cm-health-patch.yaml"))
-	if err != nil {
-		return err
-	}
-	var patch corev1.ConfigMap
-	if err := yaml.Unmarshal(raw, &patch); err != nil {
-		return err
-	}
-	cms := h.Hub.Client.CoreV1().ConfigMaps(ArgoCDNamespace)
-	cm, err := cms.Get(ctx, "argocd-cm", metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	for k, v := range patch.Data {
-		cm.Data[k] = v
-	}
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	return err
 }
 
 func e2eWorkloadCert(t *testing.T, dir string) (string, string) {
@@ -446,14 +400,10 @@ func waitOnboardingHealth(ctx context.Context, h *Hub, app, want string, timeout
 	return "", fmt.Errorf("Application %s: Onboarding not %s within %s; last %q", app, want, timeout, last)
 }
 
-// playControllers stands in for the controllers the harness does not run:
-// kube-controller-manager (Deployments available), cert-manager
-// (Certificates Ready), External Secrets (stores and ExternalSecrets Ready),
-// and the kubelet, device plugin and NFD (the GPU node with its labels and
-// allocatable GPUs).
-func playControllers(ctx context.Context, t *testing.T, h *Hub) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
+// registerGPUNode plays the kubelet, the NVIDIA device plugin and NFD for
+// the record's GPU node: the Node with its allocatable GPUs and the labels
+// the rendered NodeFeatureRule applies.
+func registerGPUNode(ctx context.Context, t *testing.T, h *Hub) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-e2e-01", Labels: map[string]string{
 		"spokeforge.io/gpu.product": "NVIDIA-A100-SXM4-80GB", "spokeforge.io/gpu.count": "8", "spokeforge.io/gpu.mig-strategy": "none",
 		"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}}
@@ -466,57 +416,4 @@ func playControllers(ctx context.Context, t *testing.T, h *Hub) func() {
 	if _, err := h.Spoke.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	now := func() string { return time.Now().UTC().Format(time.RFC3339) }
-	readyCond := func(reason string) []any {
-		return []any{map[string]any{"type": "Ready", "status": "True", "reason": reason, "message": reason, "lastTransitionTime": now()}}
-	}
-	type kind struct {
-		gvr    schema.GroupVersionResource
-		status func(*unstructured.Unstructured) map[string]any
-	}
-	kinds := []kind{
-		{schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, func(u *unstructured.Unstructured) map[string]any {
-			return map[string]any{"observedGeneration": u.GetGeneration(), "replicas": int64(1), "updatedReplicas": int64(1),
-				"readyReplicas": int64(1), "availableReplicas": int64(1),
-				"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "lastTransitionTime": now()}}}
-		}},
-		{schema.GroupVersionResource{Group: "cert-manager.io", Version: "v1", Resource: "certificates"}, func(*unstructured.Unstructured) map[string]any {
-			return map[string]any{"conditions": readyCond("Ready"), "notBefore": now(),
-				"notAfter": time.Now().Add(90 * 24 * time.Hour).UTC().Format(time.RFC3339)}
-		}},
-		{schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}, func(*unstructured.Unstructured) map[string]any {
-			return map[string]any{"conditions": readyCond("SecretSynced"), "refreshTime": now()}
-		}},
-		{schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "clustersecretstores"}, func(*unstructured.Unstructured) map[string]any {
-			return map[string]any{"conditions": readyCond("Valid"), "capabilities": "ReadWrite"}
-		}},
-	}
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			for _, k := range kinds {
-				list, err := h.Spoke.Dynamic.Resource(k.gvr).List(ctx, metav1.ListOptions{})
-				if err != nil {
-					continue
-				}
-				for i := range list.Items {
-					u := &list.Items[i]
-					if _, has, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); has {
-						continue
-					}
-					u.Object["status"] = k.status(u)
-					if u.GetNamespace() == "" {
-						_, _ = h.Spoke.Dynamic.Resource(k.gvr).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-					} else {
-						_, _ = h.Spoke.Dynamic.Resource(k.gvr).Namespace(u.GetNamespace()).UpdateStatus(ctx, u, metav1.UpdateOptions{})
-					}
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }
