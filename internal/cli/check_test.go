@@ -1,9 +1,16 @@
 package cli
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/spokeforge/spokeforge/healthchecks"
 	"github.com/spokeforge/spokeforge/internal/onboarding"
@@ -69,5 +76,35 @@ func TestCheckTable(t *testing.T) {
 	}
 	if rep.ExitCode() != healthchecks.ExitFailed {
 		t.Fatalf("exit = %d", rep.ExitCode())
+	}
+}
+
+func TestIdentityFromSecret(t *testing.T) {
+	ctx := context.Background()
+	kc := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "spokeforge-system", Name: "workload-identity-tls"},
+		Data: map[string][]byte{"tls.crt": []byte("CERT"), "tls.key": []byte("KEY")}})
+	dir, err := identityFromSecret(ctx, kc, "spokeforge-system/workload-identity-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	fi, err := os.Stat(filepath.Join(dir, "tls.key"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, %v", fi, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "tls.crt")); string(b) != "CERT" {
+		t.Fatalf("tls.crt = %q", b)
+	}
+	// Not issued yet: an empty folder, which the identity check reports as pending.
+	empty, err := identityFromSecret(ctx, kc, "spokeforge-system/other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(empty)
+	if entries, _ := os.ReadDir(empty); len(entries) != 0 {
+		t.Fatalf("files for a missing Secret: %v", entries)
+	}
+	if _, err := identityFromSecret(ctx, kc, "no-slash"); err == nil || !strings.Contains(err.Error(), "want NAMESPACE/NAME") {
+		t.Fatalf("bad ref: %v", err)
 	}
 }
