@@ -4,17 +4,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
 )
@@ -122,7 +114,10 @@ func TestOnboarding(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(recordDir, "cluster.yaml"), []byte(onboardingRecord), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	crt, key := e2eWorkloadCert(t, h.Dir)
+	crt, key, err := writeWorkloadCert(h.Dir, "e2e-gpu", "acme-ml")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	repo, err := h.NewGitRepo("onboarding", map[string]string{"clusters/e2e-gpu/cluster.yaml": onboardingRecord})
 	if err != nil {
@@ -264,14 +259,6 @@ func TestOnboarding(t *testing.T) {
 	t.Logf("onboarding test total %s", time.Since(start).Round(time.Second))
 }
 
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
 
 func scrape(t *testing.T, addr string) string {
 	resp, err := http.Get("http://" + addr + "/metrics")
@@ -310,44 +297,7 @@ func onboardingReady(ctx context.Context, h *Hub) string {
 	return ""
 }
 
-func e2eWorkloadCert(t *testing.T, dir string) (string, string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(0x7e2e), Subject: pkix.Name{CommonName: "e2e-gpu", Organization: []string{"acme-ml"}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt, k := filepath.Join(dir, "identity.crt"), filepath.Join(dir, "identity.key")
-	if err := writePEM(crt, "CERTIFICATE", der); err != nil {
-		t.Fatal(err)
-	}
-	if err := writePEM(k, "PRIVATE KEY", kder); err != nil {
-		t.Fatal(err)
-	}
-	return crt, k
-}
 
-// impersonatingKubeconfig writes a copy of the spoke kubeconfig that acts as user.
-func impersonatingKubeconfig(h *Hub, user string) (string, error) {
-	cfg, err := clientcmd.LoadFromFile(h.Spoke.Kubeconfig)
-	if err != nil {
-		return "", err
-	}
-	for _, ai := range cfg.AuthInfos {
-		ai.Impersonate = user
-	}
-	path := filepath.Join(h.Dir, "agent.kubeconfig")
-	return path, clientcmd.WriteToFile(*cfg, path)
-}
 
 func runCheck(ctx context.Context, h *Hub, dir, crt, key string, env []string) (string, int) {
 	cmd := exec.CommandContext(ctx, h.Spokeforge, "check", dir, "--kubeconfig", h.Spoke.Kubeconfig, "--certificate", crt, "--private-key", key)

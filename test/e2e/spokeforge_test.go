@@ -68,6 +68,18 @@ func TestSpokeforge(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("commit -> Synced in %s (%s); stand-in status writes: %d", time.Since(committed).Round(time.Millisecond), st, standIns.Writes())
+			// The agent Deployment is on the spoke now; its pod would start and check.
+			if _, err := h.StartSpokeAgent(ctx, exampleSpoke, filepath.Join(repo.Work, exampleSpokeDir), 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.ArgoCD(ctx, "app", "wait", exampleSpokeApp, "--health", "--timeout", "120"); err != nil {
+				t.Fatal(err)
+			}
+			st, err = h.App(ctx, exampleSpokeApp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("commit -> Synced and Healthy in %s (%s)", time.Since(committed).Round(time.Millisecond), st)
 			if missing := h.Spoke.Missing(ctx, want); len(missing) > 0 {
 				t.Fatalf("rendered objects missing on the spoke:\n%s", strings.Join(missing, "\n"))
 			}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,7 +75,15 @@ func run() error {
 	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "300"); err != nil {
 		return err
 	}
-	say("synced in %s", time.Since(syncStart).Round(100*time.Millisecond))
+	say("synced in %s; starting the spoke's agent against a local fake AWS account", time.Since(syncStart).Round(100*time.Millisecond))
+	agent, err := h.StartSpokeAgent(ctx, "gpu-east-1", filepath.Join(repo.Work, "clusters", "gpu-east-1"), 10*time.Second)
+	if err != nil {
+		return err
+	}
+	if _, err := h.ArgoCD(ctx, "app", "wait", app, "--health", "--timeout", "120"); err != nil {
+		return err
+	}
+	say("Healthy %s after the commit: every onboarding contract holds", time.Since(syncStart).Round(100*time.Millisecond))
 	if _, err := h.ArgoCD(ctx, "app", "set", app, "--sync-policy", "automated", "--self-heal", "--auto-prune"); err != nil {
 		return err
 	}
@@ -90,10 +99,15 @@ The hub is running. Try:
   %s --server %s --plaintext --auth-token x app resources %s
   KUBECONFIG=%s kubectl get all -A          # the spoke (if kubectl is installed)
   git -C %s log --oneline                    # the gitops repo; commit there and push to change the spoke
+  env %s \
+    %s check %s --kubeconfig %s \
+    --certificate %s --private-key %s   # the contracts, as from a laptop
 Argo CD reconciles every 10 s. The spoke has no kubelet, cert-manager or External Secrets
 Operator: stand-ins write the status those controllers would (see test/e2e/controllers.go).
 Press Ctrl-C to stop and clean up.
-`, list, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work)
+`, list, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work,
+		strings.Join(agent.AWSEnv, " "), h.Spokeforge, filepath.Join(repo.Work, "clusters", "gpu-east-1"), h.Spoke.Kubeconfig,
+		filepath.Join(h.Dir, "identity.crt"), filepath.Join(h.Dir, "identity.key"))
 	<-ctx.Done()
 	say("stopping")
 	return nil
