@@ -259,7 +259,6 @@ func TestOnboarding(t *testing.T) {
 	t.Logf("onboarding test total %s", time.Since(start).Round(time.Second))
 }
 
-
 func scrape(t *testing.T, addr string) string {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
@@ -296,8 +295,6 @@ func onboardingReady(ctx context.Context, h *Hub) string {
 	}
 	return ""
 }
-
-
 
 func runCheck(ctx context.Context, h *Hub, dir, crt, key string, env []string) (string, int) {
 	cmd := exec.CommandContext(ctx, h.Spokeforge, "check", dir, "--kubeconfig", h.Spoke.Kubeconfig, "--certificate", crt, "--private-key", key)
