@@ -231,7 +231,9 @@ func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, error) {
 	if IsRemote(g.cfg.Repo) {
 		return g.fetchRemote(ctx)
 	}
-	if r, err := git.PlainOpenWithOptions(g.cfg.Repo, &git.PlainOpenOptions{DetectDotGit: true}); err == nil {
+	// Only a directory that is itself the repository root: a subfolder of a work
+	// tree must be read as a plain folder, not as its repository's root tree.
+	if r, err := git.PlainOpen(g.cfg.Repo); err == nil {
 		h, err := r.ResolveRevision(plumbing.Revision(g.cfg.Revision))
 		if err != nil {
 			return "", nil, fmt.Errorf("revision %s in %s: %w", g.cfg.Revision, g.cfg.Repo, err)
