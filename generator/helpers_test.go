@@ -94,3 +94,5 @@ var errNoSnapshot = fsErr("the repo was never loaded yet")
 type fsErr string
 
 func (e fsErr) Error() string { return string(e) }
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
