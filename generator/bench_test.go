@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/fstest"
 	"time"
 )
 
@@ -18,10 +17,10 @@ import (
 // allowlisting 50 clusters, and 5 zones per cluster (25 products of 10 zones per org). Of
 // each product's zones one runs on the management cluster, one names a cluster outside the
 // org's allowlist, the rest an allowlisted cluster.
-func synthRepo(clusters int) fstest.MapFS {
-	m := fstest.MapFS{}
+func synthRepo(clusters int) *recordFS {
+	m := map[string][]byte{}
 	for i := 0; i < clusters; i++ {
-		m[fmt.Sprintf("clusters/c%05d/cluster.yaml", i)] = &fstest.MapFile{Data: []byte(fmt.Sprintf(`apiVersion: spokeforge.io/v1alpha1
+		m[fmt.Sprintf("clusters/c%05d/cluster.yaml", i)] = []byte(fmt.Sprintf(`apiVersion: spokeforge.io/v1alpha1
 kind: Cluster
 metadata:
   name: c%05d
@@ -44,7 +43,7 @@ spec:
   network: {podCIDR: 10.100.0.0/16, serviceCIDR: 10.101.0.0/16, dnsServiceIP: 10.101.0.10}
   queues: [{purpose: jobs}]
   secrets: [{name: settings, namespace: platform}]
-`, i, i%40, i, i%7, i))}
+`, i, i%40, i, i%7, i))
 	}
 	orgs := clusters / 50
 	for o := 0; o < orgs; o++ {
@@ -52,8 +51,8 @@ spec:
 		for c := o * 50; c < o*50+50; c++ {
 			allow = append(allow, fmt.Sprintf("c%05d", c))
 		}
-		m[fmt.Sprintf("orgs/o%03d.yaml", o)] = &fstest.MapFile{Data: []byte(fmt.Sprintf(
-			"apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: o%03d}\nspec:\n  clusterAllowlist: [%s]\n", o, strings.Join(allow, ", ")))}
+		m[fmt.Sprintf("orgs/o%03d.yaml", o)] = []byte(fmt.Sprintf(
+			"apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: o%03d}\nspec:\n  clusterAllowlist: [%s]\n", o, strings.Join(allow, ", ")))
 		for p := 0; p < 25; p++ {
 			var b strings.Builder
 			fmt.Fprintf(&b, "apiVersion: spokeforge.io/v1alpha1\nkind: Product\nmetadata: {name: p%02d}\nspec:\n  delivery:\n    zones:\n", p)
@@ -69,10 +68,10 @@ spec:
 					fmt.Fprintf(&b, "      - {name: %s, environment: %s, cluster: c%05d}\n", name, env, o*50+(p*10+z)%50)
 				}
 			}
-			m[fmt.Sprintf("products/o%03d/p%02d.yaml", o, p)] = &fstest.MapFile{Data: []byte(b.String())}
+			m[fmt.Sprintf("products/o%03d/p%02d.yaml", o, p)] = []byte(b.String())
 		}
 	}
-	return m
+	return newRecordFS(m)
 }
 
 // synthHub registers 4 clusters in 5 (Secret and Healthy spoke Application).
@@ -210,7 +209,7 @@ func BenchmarkFloorJSON(b *testing.B) {
 // floorJSON is BenchmarkFloorJSON for one size.
 func floorJSON(b *testing.B, n int) {
 	e := env(b, n)
-	_, sets := NewPlacer().Decide(e.snap, e.hub, Filter{})
+	_, sets := NewPlacer().Decide(e.snap, e.hub, Filter{}, false)
 	var r Response
 	for _, s := range sets {
 		var m map[string]any

@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"testing/fstest"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -249,7 +248,7 @@ func (g *GitSource) readDir() (string, fs.FS, error) {
 		return "", nil, fmt.Errorf("repo %s is neither a git URL nor a directory", g.cfg.Repo)
 	}
 	fsys := os.DirFS(g.cfg.Repo)
-	files := fstest.MapFS{}
+	files := map[string][]byte{}
 	sum := sha256.New()
 	for _, glob := range recordGlobs {
 		ms, _ := fs.Glob(fsys, glob)
@@ -259,12 +258,12 @@ func (g *GitSource) readDir() (string, fs.FS, error) {
 			if err != nil {
 				return "", nil, err
 			}
-			files[m] = &fstest.MapFile{Data: b, Mode: 0o444}
+			files[m] = b
 			fmt.Fprintf(sum, "%s\x00%d\x00", m, len(b))
 			sum.Write(b)
 		}
 	}
-	return "dir-" + hex.EncodeToString(sum.Sum(nil))[:12], files, nil
+	return "dir-" + hex.EncodeToString(sum.Sum(nil))[:12], newRecordFS(files), nil
 }
 
 func readLimited(fsys fs.FS, name string) ([]byte, error) {
@@ -347,7 +346,7 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 	if err != nil {
 		return "", nil, fmt.Errorf("tree of %s: %w", h, err)
 	}
-	files := fstest.MapFS{}
+	files := map[string][]byte{}
 	err = tree.Files().ForEach(func(f *object.File) error {
 		if !isRecordPath(f.Name) || !f.Mode.IsFile() {
 			return nil
@@ -359,13 +358,13 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.Name, err)
 		}
-		files[f.Name] = &fstest.MapFile{Data: []byte(s), Mode: 0o444}
+		files[f.Name] = []byte(s)
 		return nil
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	return h.String(), files, nil
+	return h.String(), newRecordFS(files), nil
 }
 
 // auth builds the transport credentials from their files.

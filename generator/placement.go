@@ -50,6 +50,9 @@ type Decision struct {
 	// Sticky: placed although the cluster is not registered right now,
 	// because the zone was placed on it before.
 	Sticky bool `json:"sticky,omitempty"`
+
+	why    why
+	health string
 }
 
 // Placer decides placements and remembers which zones it placed, so a
@@ -65,58 +68,101 @@ type Placer struct {
 // NewPlacer returns a Placer with no memory.
 func NewPlacer() *Placer { return &Placer{placed: map[string]string{}} }
 
+// why is the rule behind a decision; Reason is only spelt out when asked
+// for, so a 50,000-zone answer formats no strings.
+type why uint8
+
+const (
+	whyHub why = iota
+	whyNotAllowed
+	whyUnknown
+	whyRegistered
+	whyNoSecret
+	whyNoSpokeApp
+	whySpokeUnhealthy
+)
+
 // decide applies seed 001's rules to z. The caller has checked hub.Ready.
 func (p *Placer) decide(s *Snapshot, hub Hub, z *zoneEntry) Decision {
 	d := Decision{Org: z.Org, Product: z.Product, Zone: z.Zone, Environment: z.Environment, Cluster: z.Cluster}
-	set := func(o Outcome, format string, args ...any) Decision {
-		d.Outcome, d.Reason = o, fmt.Sprintf(format, args...)
-		return d
-	}
 	if z.Cluster == "" {
-		return set(Placed, "no cluster: runs on the management cluster")
+		d.Outcome, d.why = Placed, whyHub
+		return d
 	}
 	if !s.allow[z.Org][z.Cluster] {
 		p.forget(z.Zone)
-		return set(Rejected, "cluster %s is not on org %s's clusterAllowlist (orgs/%s.yaml)", z.Cluster, z.Org, z.Org)
+		d.Outcome, d.why = Rejected, whyNotAllowed
+		return d
 	}
 	facts, known := s.clusters[z.Cluster]
 	if !known {
 		p.forget(z.Zone)
-		return set(Rejected, "cluster %s is not known: no clusters/%s/cluster.yaml", z.Cluster, z.Cluster)
+		d.Outcome, d.why = Rejected, whyUnknown
+		return d
 	}
-	why := notRegistered(hub, z.Cluster, facts.inCluster)
-	if why == "" {
+	d.why, d.health = registration(hub, z.Cluster, facts.inCluster)
+	if d.why == whyRegistered {
 		p.remember(z.Zone, z.Cluster)
-		return set(Placed, "cluster %s is registered", z.Cluster)
+		d.Outcome = Placed
+		return d
 	}
 	if p.wasPlaced(hub, s, z) {
 		p.remember(z.Zone, z.Cluster)
-		d.Sticky = true
-		return set(Placed, "placed earlier on cluster %s, kept while it is not registered: %s", z.Cluster, why)
+		d.Outcome, d.Sticky = Placed, true
+		return d
 	}
-	return set(Waiting, "cluster %s is not registered yet: %s; re-checked on the next call", z.Cluster, why)
+	d.Outcome = Waiting
+	return d
 }
 
-// notRegistered says why cluster does not count as registered, or "".
-// An inCluster cluster has no cluster Secret (Argo CD's built-in
-// destination), so only its spoke Application counts.
-func notRegistered(hub Hub, cluster string, inCluster bool) string {
-	if !inCluster && !hub.ClusterSecret(cluster) {
-		return fmt.Sprintf("no Argo CD cluster Secret names %s", cluster)
-	}
-	spoke := "spoke-" + cluster
-	app, ok := hub.Application(spoke)
-	switch {
-	case !ok:
-		return fmt.Sprintf("Application %s does not exist", spoke)
-	case app.Health != HealthHealthy:
-		h := app.Health
+// explain fills Reason.
+func (d *Decision) explain() {
+	c := d.Cluster
+	var r string
+	switch d.why {
+	case whyHub:
+		r = "no cluster: runs on the management cluster"
+	case whyNotAllowed:
+		r = fmt.Sprintf("cluster %s is not on org %s's clusterAllowlist (orgs/%s.yaml)", c, d.Org, d.Org)
+	case whyUnknown:
+		r = fmt.Sprintf("cluster %s is not known: no clusters/%s/cluster.yaml", c, c)
+	case whyRegistered:
+		r = fmt.Sprintf("cluster %s is registered", c)
+	case whyNoSecret:
+		r = fmt.Sprintf("no Argo CD cluster Secret names %s", c)
+	case whyNoSpokeApp:
+		r = fmt.Sprintf("Application spoke-%s does not exist", c)
+	case whySpokeUnhealthy:
+		h := d.health
 		if h == "" {
 			h = "unknown"
 		}
-		return fmt.Sprintf("Application %s is %s, not Healthy", spoke, h)
+		r = fmt.Sprintf("Application spoke-%s is %s, not Healthy", c, h)
 	}
-	return ""
+	switch {
+	case d.Sticky:
+		r = fmt.Sprintf("placed earlier on cluster %s, kept while it is not registered: %s", c, r)
+	case d.Outcome == Waiting:
+		r = fmt.Sprintf("cluster %s is not registered yet: %s; re-checked on the next call", c, r)
+	}
+	d.Reason = r
+}
+
+// registration says whether cluster counts as registered (whyRegistered)
+// or why not. An inCluster cluster has no cluster Secret (Argo CD's
+// built-in destination), so only its spoke Application counts.
+func registration(hub Hub, cluster string, inCluster bool) (why, string) {
+	if !inCluster && !hub.ClusterSecret(cluster) {
+		return whyNoSecret, ""
+	}
+	app, ok := hub.Application("spoke-" + cluster)
+	switch {
+	case !ok:
+		return whyNoSpokeApp, ""
+	case app.Health != HealthHealthy:
+		return whySpokeUnhealthy, app.Health
+	}
+	return whyRegistered, ""
 }
 
 // wasPlaced: this process placed z on its cluster, or the zone's
@@ -179,8 +225,9 @@ func (f Filter) match(z *zoneEntry) bool {
 }
 
 // Decide returns the decision of every zone f selects, in snapshot order,
-// and the encoded parameter sets of the placed ones.
-func (p *Placer) Decide(s *Snapshot, hub Hub, f Filter) ([]Decision, [][]byte) {
+// and the encoded parameter sets of the placed ones. Reasons are filled in
+// when explain is set.
+func (p *Placer) Decide(s *Snapshot, hub Hub, f Filter, explain bool) ([]Decision, [][]byte) {
 	p.prune(s)
 	var ds []Decision
 	var sets [][]byte
@@ -190,6 +237,9 @@ func (p *Placer) Decide(s *Snapshot, hub Hub, f Filter) ([]Decision, [][]byte) {
 			continue
 		}
 		d := p.decide(s, hub, z)
+		if explain {
+			d.explain()
+		}
 		ds = append(ds, d)
 		if d.Outcome == Placed {
 			sets = append(sets, z.set)

@@ -8,7 +8,7 @@ import (
 
 func decisions(t *testing.T, p *Placer, s *Snapshot, h Hub, f Filter) map[string]Decision {
 	t.Helper()
-	ds, sets := p.Decide(s, h, f)
+	ds, sets := p.Decide(s, h, f, true)
 	out := map[string]Decision{}
 	placed := 0
 	for _, d := range ds {
@@ -73,7 +73,7 @@ spec:
 		t.Fatalf("without spoke-hub-local: %+v", d)
 	}
 	h.apps["spoke-hub-local"] = App{Health: HealthHealthy}
-	ds, sets := NewPlacer().Decide(snap, h, Filter{Org: "acme"})
+	ds, sets := NewPlacer().Decide(snap, h, Filter{Org: "acme"}, true)
 	if len(ds) != 1 || ds[0].Outcome != Placed || len(sets) != 1 {
 		t.Fatalf("with a Healthy spoke-hub-local and no Secret: %+v", ds)
 	}
@@ -168,7 +168,7 @@ func TestZoneFilters(t *testing.T) {
 		{Filter{Org: "nobody"}, ""},
 	}
 	for _, tt := range tests {
-		ds, _ := NewPlacer().Decide(snap, registeredHub(), tt.f)
+		ds, _ := NewPlacer().Decide(snap, registeredHub(), tt.f, false)
 		var got []string
 		for _, d := range ds {
 			got = append(got, d.Zone)

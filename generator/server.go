@@ -366,7 +366,7 @@ func (s *Server) getParams(c echo.Context) error {
 		sets = snap.clusterSets
 	case KindZones:
 		var ds []Decision
-		ds, sets = s.placer.Decide(snap, s.hub, q.Zones)
+		ds, sets = s.placer.Decide(snap, s.hub, q.Zones, false)
 		s.record(ds, q.Zones == (Filter{}))
 	}
 	c.Set("sets", len(sets))
@@ -400,7 +400,7 @@ func (s *Server) placements(c echo.Context) error {
 		return err
 	}
 	f := Filter{Org: c.QueryParam("org"), Product: c.QueryParam("product"), Environment: c.QueryParam("environment")}
-	ds, _ := s.placer.Decide(snap, s.hub, f)
+	ds, _ := s.placer.Decide(snap, s.hub, f, true)
 	s.record(ds, f == (Filter{}))
 	p := Placements{Repo: s.src.Status(), Hub: "ready", Counts: map[Outcome]int{}, Zones: ds}
 	p.Clusters, _, _ = snap.Counts()
@@ -432,6 +432,9 @@ func (s *Server) record(ds []Decision, all bool) {
 			continue
 		}
 		s.last[d.Zone] = d.Outcome
+		if d.Reason == "" {
+			d.explain()
+		}
 		s.log.Info("zone decision", "zone", d.Zone, "org", d.Org, "product", d.Product, "cluster", d.Cluster,
 			"outcome", string(d.Outcome), "reason", d.Reason)
 	}
