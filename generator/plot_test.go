@@ -8,6 +8,7 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -35,7 +36,7 @@ func TestGrowthPlot(t *testing.T) {
 				}
 			}
 		}},
-		{"floor", color.RGBA{130, 130, 130, 255}, func(n int) func(*testing.B) { return benchFloor(n) }},
+		{"json floor", color.RGBA{130, 130, 130, 255}, func(n int) func(*testing.B) { return benchFloor(n) }},
 	}
 	ms := make([][]float64, len(series))
 	for i, s := range series {
@@ -46,7 +47,7 @@ func TestGrowthPlot(t *testing.T) {
 			t.Logf("%-8s clusters=%-6d %10.3f ms/op %s", s.name, n, v, r.MemString())
 		}
 	}
-	const w, h, left, bottom, top, right = 640, 420, 60, 40, 20, 20
+	const w, h, left, bottom, top, right = 640, 440, 60, 44, 40, 24
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	for i := range img.Pix {
 		img.Pix[i] = 255
@@ -73,8 +74,15 @@ func TestGrowthPlot(t *testing.T) {
 	line(img, left, h-bottom, w-right, h-bottom, black)
 	for i, n := range scales {
 		line(img, px(i), h-bottom, px(i), h-bottom+4, black)
-		drawText(img, px(i)-10, h-bottom+10, fmt.Sprint(n), black)
+		label := fmt.Sprint(n)
+		x := px(i) - len(label)*4
+		if x+len(label)*8 > w {
+			x = w - len(label)*8
+		}
+		drawText(img, x, h-bottom+10, label, black)
 	}
+	drawText(img, left+4, top-14, "MS PER ANSWER OR LOAD (LOG)", black)
+	drawText(img, w/2-60, h-12, "CLUSTERS (LOG)", black)
 	for si, s := range series {
 		for i := range scales {
 			x, y := px(i), py(ms[si][i])
@@ -87,11 +95,13 @@ func TestGrowthPlot(t *testing.T) {
 				}
 			}
 		}
-		for dx := 0; dx < 12; dx++ {
-			for dy := 0; dy < 12; dy++ {
-				img.Set(left+20+si*30+dx, top+dy, s.col)
+		lx, ly := left+20+si*130, top+8
+		for dx := 0; dx < 10; dx++ {
+			for dy := 0; dy < 10; dy++ {
+				img.Set(lx+dx, ly+dy, s.col)
 			}
 		}
+		drawText(img, lx+14, ly, strings.ToUpper(s.name), black)
 	}
 	f, err := os.Create(*plot)
 	if err != nil {
@@ -147,7 +157,7 @@ func sign(v int) int {
 	return 0
 }
 
-// glyphs is a 3x5 pixel font for axis numbers.
+// glyphs is a 3x5 pixel font for the axis numbers and labels.
 var glyphs = map[rune][5]string{
 	'0': {"###", "#.#", "#.#", "#.#", "###"}, '1': {".#.", "##.", ".#.", ".#.", "###"},
 	'2': {"###", "..#", "###", "#..", "###"}, '3': {"###", "..#", "###", "..#", "###"},
@@ -156,6 +166,16 @@ var glyphs = map[rune][5]string{
 	'8': {"###", "#.#", "###", "#.#", "###"}, '9': {"###", "#.#", "###", "..#", "###"},
 	'.': {"...", "...", "...", "...", ".#."}, 'e': {"...", "###", "#.#", "##.", "###"},
 	'-': {"...", "...", "###", "...", "..."}, '+': {"...", ".#.", "###", ".#.", "..."},
+	' ': {"...", "...", "...", "...", "..."}, '(': {".#.", "#..", "#..", "#..", ".#."}, ')': {".#.", "..#", "..#", "..#", ".#."},
+	'Z': {"###", "..#", ".#.", "#..", "###"}, 'O': {"###", "#.#", "#.#", "#.#", "###"},
+	'N': {"##.", "#.#", "#.#", "#.#", "#.#"}, 'E': {"###", "#..", "##.", "#..", "###"},
+	'S': {"###", "#..", "###", "..#", "###"}, 'C': {"###", "#..", "#..", "#..", "###"},
+	'L': {"#..", "#..", "#..", "#..", "###"}, 'U': {"#.#", "#.#", "#.#", "#.#", "###"},
+	'T': {"###", ".#.", ".#.", ".#.", ".#."}, 'R': {"##.", "#.#", "##.", "#.#", "#.#"},
+	'A': {".#.", "#.#", "###", "#.#", "#.#"}, 'D': {"##.", "#.#", "#.#", "#.#", "##."},
+	'F': {"###", "#..", "##.", "#..", "#.."}, 'M': {"#.#", "###", "###", "#.#", "#.#"},
+	'P': {"###", "#.#", "###", "#..", "#.."}, 'G': {"###", "#..", "#.#", "#.#", "###"},
+	'J': {"..#", "..#", "..#", "#.#", "###"}, 'W': {"#.#", "#.#", "###", "###", "#.#"},
 }
 
 // drawText draws s at twice the glyph size.
