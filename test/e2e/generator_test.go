@@ -244,6 +244,18 @@ spec:
 	refreshAppSet(t, ctx, h, "spokeforge-zones")
 	waitApps("after removing spoke from acme's allowlist", []string{"product-web-rc"}, []string{"product-web-prod"})
 
+	// An invalid commit is not served: the last good snapshot stays, and says why.
+	if err := repo.Commit("globex: typo", map[string]string{"orgs/globex.yaml": org("globex") + "  colour: red\n"}); err != nil {
+		t.Fatal(err)
+	}
+	post(t, ctx, base+"/api/v1/refresh", token)
+	if st := repoStatus(t, ctx, base, token); !strings.Contains(st, "orgs/globex.yaml") || !strings.Contains(st, "colour") {
+		t.Errorf("repo status after an invalid commit: %s", st)
+	}
+	refreshAppSet(t, ctx, h, "spokeforge-zones")
+	time.Sleep(5 * time.Second)
+	waitApps("after an invalid commit", []string{"product-web-rc"}, []string{"product-web-prod"})
+
 	// Stop the generator: the controller gets errors and keeps every Application.
 	gen.stop(5 * time.Second)
 	for _, as := range []string{"spokeforge-zones", "spokeforge-clusters"} {
@@ -291,6 +303,23 @@ func placements(t *testing.T, ctx context.Context, base, token string) map[strin
 	}
 	t.Logf("placements: %v", out)
 	return out
+}
+
+// repoStatus returns the repo part of /api/v1/placements as JSON.
+func repoStatus(t *testing.T, ctx context.Context, base, token string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/placements", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Repo json.RawMessage }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return string(body.Repo)
 }
 
 func post(t *testing.T, ctx context.Context, url, token string) {
