@@ -384,7 +384,6 @@ func isJSON(ct string) bool {
 // Placements is the body of GET /api/v1/placements.
 type Placements struct {
 	Repo     SourceStatus    `json:"repo"`
-	Hub      string          `json:"hub"`
 	Counts   map[Outcome]int `json:"counts"`
 	Clusters int             `json:"clusters"`
 	Zones    []Decision      `json:"zones"`
@@ -402,7 +401,7 @@ func (s *Server) placements(c echo.Context) error {
 	f := Filter{Org: c.QueryParam("org"), Product: c.QueryParam("product"), Environment: c.QueryParam("environment")}
 	ds, _ := s.placer.Decide(snap, s.hub, f, true)
 	s.record(ds, f == (Filter{}))
-	p := Placements{Repo: s.src.Status(), Hub: "ready", Counts: map[Outcome]int{}, Zones: ds}
+	p := Placements{Repo: s.src.Status(), Counts: map[Outcome]int{}, Zones: ds}
 	p.Clusters, _, _ = snap.Counts()
 	for _, o := range Outcomes {
 		p.Counts[o] = 0
@@ -424,14 +423,17 @@ func (s *Server) record(ds []Decision, all bool) {
 	}
 	s.lastMu.Lock()
 	defer s.lastMu.Unlock()
-	if s.last == nil {
-		s.last = map[string]Outcome{}
+	prev := s.last
+	if all || prev == nil {
+		// A full evaluation also forgets zones git removed.
+		s.last = make(map[string]Outcome, len(ds))
 	}
 	for _, d := range ds {
-		if prev, ok := s.last[d.Zone]; ok && prev == d.Outcome {
+		o, ok := prev[d.Zone]
+		s.last[d.Zone] = d.Outcome
+		if ok && o == d.Outcome {
 			continue
 		}
-		s.last[d.Zone] = d.Outcome
 		if d.Reason == "" {
 			d.explain()
 		}
