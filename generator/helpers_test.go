@@ -2,6 +2,7 @@ package generator
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"os"
 	"testing"
@@ -89,10 +90,6 @@ func (s *staticSource) Status() SourceStatus {
 }
 func (s *staticSource) Refresh(context.Context) (SourceStatus, error) { return s.Status(), nil }
 
-var errNoSnapshot = fsErr("the repo was never loaded yet")
-
-type fsErr string
-
-func (e fsErr) Error() string { return string(e) }
+var errNoSnapshot = errors.New("the repo was never loaded yet")
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
