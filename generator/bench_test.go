@@ -1,0 +1,227 @@
+package generator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// synthRepo is a deterministic gitops repo: clusters records, clusters/50 orgs each
+// allowlisting 50 clusters, and 5 zones per cluster (25 products of 10 zones per org). Of
+// each product's zones one runs on the management cluster, one names a cluster outside the
+// org's allowlist, the rest an allowlisted cluster.
+func synthRepo(clusters int) *recordFS {
+	m := map[string][]byte{}
+	for i := 0; i < clusters; i++ {
+		m[fmt.Sprintf("clusters/c%05d/cluster.yaml", i)] = []byte(fmt.Sprintf(`apiVersion: spokeforge.io/v1alpha1
+kind: Cluster
+metadata:
+  name: c%05d
+  labels: {gpu: h100, rack: r%d}
+spec:
+  shortName: s%05d
+  account: acme-ml
+  accountID: "111122223333"
+  environment: prod
+  region: us-east-1
+  zone: colo-%d
+  provider: coreweave
+  connection:
+    server: https://c%05d.api.example.internal:6443
+    credentials: {type: bearerToken}
+  identity:
+    trustAnchorArn: arn:aws:rolesanywhere:us-east-1:111122223333:trust-anchor/0c5d6a3e-1f2b-4c8d-9e0f-1a2b3c4d5e6f
+    profileArn: arn:aws:rolesanywhere:us-east-1:111122223333:profile/7a8b9c0d-1e2f-4a5b-8c6d-7e8f9a0b1c2d
+    issuer: {name: spokeforge-ca}
+  network: {podCIDR: 10.100.0.0/16, serviceCIDR: 10.101.0.0/16, dnsServiceIP: 10.101.0.10}
+  queues: [{purpose: jobs}]
+  secrets: [{name: settings, namespace: platform}]
+`, i, i%40, i, i%7, i))
+	}
+	orgs := clusters / 50
+	for o := 0; o < orgs; o++ {
+		var allow []string
+		for c := o * 50; c < o*50+50; c++ {
+			allow = append(allow, fmt.Sprintf("c%05d", c))
+		}
+		m[fmt.Sprintf("orgs/o%03d.yaml", o)] = []byte(fmt.Sprintf(
+			"apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: o%03d}\nspec:\n  clusterAllowlist: [%s]\n", o, strings.Join(allow, ", ")))
+		for p := 0; p < 25; p++ {
+			var b strings.Builder
+			fmt.Fprintf(&b, "apiVersion: spokeforge.io/v1alpha1\nkind: Product\nmetadata: {name: p%02d}\nspec:\n  delivery:\n    zones:\n", p)
+			for z := 0; z < 10; z++ {
+				name := fmt.Sprintf("o%03d-p%02d-z%d", o, p, z)
+				env := []string{"release", "pre-release"}[z%2]
+				switch z {
+				case 0:
+					fmt.Fprintf(&b, "      - {name: %s, environment: %s}\n", name, env)
+				case 1:
+					fmt.Fprintf(&b, "      - {name: %s, environment: %s, cluster: c%05d}\n", name, env, ((o+1)%orgs)*50)
+				default:
+					fmt.Fprintf(&b, "      - {name: %s, environment: %s, cluster: c%05d}\n", name, env, o*50+(p*10+z)%50)
+				}
+			}
+			m[fmt.Sprintf("products/o%03d/p%02d.yaml", o, p)] = []byte(b.String())
+		}
+	}
+	return newRecordFS(m)
+}
+
+// synthHub registers 4 clusters in 5 (Secret and Healthy spoke Application).
+func synthHub(clusters int) *fakeHub {
+	h := &fakeHub{secrets: map[string]bool{}, apps: map[string]App{}}
+	for i := 0; i < clusters; i++ {
+		if i%5 == 4 {
+			continue
+		}
+		c := fmt.Sprintf("c%05d", i)
+		h.secrets[c] = true
+		h.apps["spoke-"+c] = App{Health: HealthHealthy}
+	}
+	return h
+}
+
+var scales = []int{100, 1000, 10000}
+
+type benchEnv struct {
+	snap *Snapshot
+	hub  *fakeHub
+	srv  *Server
+}
+
+var (
+	envMu sync.Mutex
+	envs  = map[int]*benchEnv{}
+)
+
+// env loads the synthetic repo once per size; the server (and its token file) is per benchmark.
+func env(b testing.TB, clusters int) *benchEnv {
+	envMu.Lock()
+	e, ok := envs[clusters]
+	if !ok {
+		e = &benchEnv{snap: mustSnapshot(b, synthRepo(clusters), "bench"), hub: synthHub(clusters)}
+		envs[clusters] = e
+	}
+	envMu.Unlock()
+	return &benchEnv{snap: e.snap, hub: e.hub, srv: benchServer(b, &staticSource{snap: e.snap}, e.hub)}
+}
+
+func benchServer(b testing.TB, src Source, hub Hub) *Server {
+	dir := b.TempDir()
+	tok := dir + "/token"
+	if err := writeFile(tok, testToken); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := NewServer(Config{TokenFile: tok}, src, hub)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv
+}
+
+func call(b testing.TB, srv *Server, kind string) int {
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/getparams.execute", strings.NewReader(`{"applicationSetName":"bench","input":{"parameters":{"kind":"`+kind+`"}}}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	srv.ServeHTTP(w, req)
+	if w.Code != 200 {
+		b.Fatalf("%s: %d %s", kind, w.Code, w.Body.String()[:min(200, w.Body.Len())])
+	}
+	return w.Body.Len()
+}
+
+// benchCalls runs kind calls from 10 concurrent callers and reports p50/p99 latency.
+func benchCalls(b *testing.B, clusters int, kind string) {
+	e := env(b, clusters)
+	size := call(b, e.srv, kind)
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, b.N)
+	b.SetBytes(int64(size))
+	b.ResetTimer()
+	b.SetParallelism((10 + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t := time.Now()
+			call(b, e.srv, kind)
+			d := time.Since(t)
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+		}
+	})
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+func BenchmarkZones(b *testing.B) {
+	for _, n := range scales {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) { benchCalls(b, n, KindZones) })
+	}
+}
+
+func BenchmarkClusters(b *testing.B) {
+	for _, n := range scales {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) { benchCalls(b, n, KindClusters) })
+	}
+}
+
+// BenchmarkSnapshotLoad: parse, validate and index a whole repo (what a new commit costs),
+// and the heap the snapshot keeps.
+func BenchmarkSnapshotLoad(b *testing.B) {
+	for _, n := range scales {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			fsys := synthRepo(n)
+			var keep *Snapshot
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				keep = mustSnapshot(b, fsys, "bench")
+			}
+			b.StopTimer()
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/(1<<20), "heap-MB")
+			runtime.KeepAlive(keep)
+		})
+	}
+}
+
+// BenchmarkFloorJSON is the floor: encoding/json encoding the same zones answer from
+// ready-made parameter maps, with no HTTP, auth, decisions or lookups.
+func BenchmarkFloorJSON(b *testing.B) {
+	for _, n := range scales {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) { floorJSON(b, n) })
+	}
+}
+
+// floorJSON is BenchmarkFloorJSON for one size.
+func floorJSON(b *testing.B, n int) {
+	e := env(b, n)
+	_, sets := NewPlacer().Decide(e.snap, e.hub, Filter{}, false)
+	var r Response
+	for _, s := range sets {
+		var m map[string]any
+		if err := json.Unmarshal(s, &m); err != nil {
+			b.Fatal(err)
+		}
+		r.Output.Parameters = append(r.Output.Parameters, m)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := json.Marshal(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

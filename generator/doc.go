@@ -1,0 +1,13 @@
+// Package generator is spokeforge's Argo CD ApplicationSet plugin
+// generator: an HTTP service that answers Argo CD's
+// POST /api/v1/getparams.execute with one parameter set per cluster record
+// (kind: clusters, for the app-of-apps) or per zone that may be placed
+// (kind: zones, seed 001's placement rules).
+//
+// It reads the gitops repo as whole validated snapshots (an invalid commit
+// keeps the last good one) and the hub's Argo CD cluster Secrets and
+// Applications through client-go informers. Whenever it cannot give the
+// whole truth it answers an error, never a shorter list: Argo CD's
+// ApplicationSet controller keeps existing Applications on an error but
+// deletes them on a 200 that lacks them.
+package generator

@@ -1,0 +1,404 @@
+package generator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/spokeforge/spokeforge/internal/repo"
+)
+
+// GitConfig says where the gitops repo is and how to reach it.
+type GitConfig struct {
+	// Repo is a git URL (https://, ssh://, user@host:path, file://) or a
+	// local directory (a git work tree, read at Revision, or a plain folder).
+	Repo string
+	// Revision is a branch, tag or HEAD (default).
+	Revision string
+	// Credentials, each read from a file at every fetch (rotation-safe).
+	UsernameFile, PasswordFile string // https basic auth; a token goes in PasswordFile
+	SSHKeyFile, KnownHostsFile string // ssh; KnownHostsFile is required with ssh
+	// MaxStaleness: once the repo has not been fetched successfully for this
+	// long, answers are refused (503) instead of served from an old snapshot.
+	MaxStaleness time.Duration
+	App          AppSource
+	Log          *slog.Logger
+}
+
+// GitSource fetches the repo and keeps the last good snapshot.
+type GitSource struct {
+	cfg GitConfig
+
+	fetchMu sync.Mutex // one fetch at a time; a refresh waits for a running one
+
+	mu     sync.RWMutex
+	snap   *Snapshot
+	status SourceStatus
+	hash   string // content hash of a plain folder's records
+
+	loads    *prometheus.CounterVec
+	loadTime prometheus.Histogram
+}
+
+// NewGitSource checks cfg; nothing is fetched until Refresh or Run.
+func NewGitSource(cfg GitConfig) (*GitSource, error) {
+	if cfg.Repo == "" {
+		return nil, errors.New("the gitops repo is required")
+	}
+	if cfg.Revision == "" {
+		cfg.Revision = "HEAD"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if isSSH(cfg.Repo) && (cfg.SSHKeyFile == "" || cfg.KnownHostsFile == "") {
+		return nil, fmt.Errorf("ssh repo %s needs --git-ssh-key-file and --git-known-hosts-file (host keys are always checked)", redactURL(cfg.Repo))
+	}
+	return &GitSource{cfg: cfg,
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "spokeforge_generator_repo_loads_total",
+			Help: "Repo checks by result: unchanged, loaded, invalid (last good snapshot kept), fetch_error.",
+		}, []string{"result"}),
+		loadTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "spokeforge_generator_snapshot_load_seconds",
+			Help:    "Time to read, validate and index a new snapshot.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}),
+	}, nil
+}
+
+func (g *GitSource) collectors() []prometheus.Collector {
+	return []prometheus.Collector{g.loads, g.loadTime}
+}
+
+var scpLike = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:`)
+
+func isSSH(u string) bool { return strings.HasPrefix(u, "ssh://") || scpLike.MatchString(u) }
+
+// IsRemote reports whether u is a git URL rather than a local path.
+func IsRemote(u string) bool { return strings.Contains(u, "://") || scpLike.MatchString(u) }
+
+// redactURL drops any user info from u, for logs and errors.
+func redactURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest := u[i+3:]
+		if at := strings.Index(rest, "@"); at >= 0 && at < strings.IndexAny(rest+"/", "/") {
+			return u[:i+3] + "***@" + rest[at+1:]
+		}
+	}
+	return u
+}
+
+// Snapshot implements Source.
+func (g *GitSource) Snapshot() (*Snapshot, error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.snap == nil {
+		if msg := statusLine(g.status); g.status.FetchError != "" || g.status.HeadError != "" {
+			return nil, fmt.Errorf("the repo was never loaded: %s", msg)
+		}
+		return nil, errors.New("the repo was never loaded yet")
+	}
+	if g.cfg.MaxStaleness > 0 && time.Since(g.status.LastFetch) > g.cfg.MaxStaleness {
+		return nil, fmt.Errorf("repo unreachable: no successful fetch for %s (limit %s): %s",
+			time.Since(g.status.LastFetch).Round(time.Second), g.cfg.MaxStaleness, g.status.FetchError)
+	}
+	return g.snap, nil
+}
+
+// Status implements Source.
+func (g *GitSource) Status() SourceStatus {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.status
+}
+
+// Run refreshes every interval until ctx ends.
+func (g *GitSource) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_, _ = g.Refresh(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Refresh implements Source: fetch the head, and load it if it changed.
+// A fetch failure or an invalid head keeps the served snapshot.
+func (g *GitSource) Refresh(ctx context.Context) (SourceStatus, error) {
+	g.fetchMu.Lock()
+	defer g.fetchMu.Unlock()
+	commit, files, err := g.fetch(ctx)
+	now := time.Now()
+	if err != nil {
+		g.loads.WithLabelValues("fetch_error").Inc()
+		g.mu.Lock()
+		g.status.FetchError = err.Error()
+		st := g.status
+		g.mu.Unlock()
+		g.cfg.Log.Warn("repo fetch failed; serving the last good snapshot", "repo", redactURL(g.cfg.Repo), "error", err.Error(), "serving", st.Commit)
+		return st, err
+	}
+	g.mu.RLock()
+	unchanged := g.snap != nil && g.status.Commit == commit
+	headUnchanged := g.status.Head == commit && g.status.HeadError != ""
+	g.mu.RUnlock()
+	if unchanged || headUnchanged {
+		g.loads.WithLabelValues("unchanged").Inc()
+		g.mu.Lock()
+		g.status.FetchError, g.status.LastFetch = "", now
+		if unchanged {
+			g.status.ConfirmedAt = now
+		}
+		st := g.status
+		g.mu.Unlock()
+		return st, nil
+	}
+	start := time.Now()
+	snap, errs := LoadSnapshot(files, commit, g.cfg.App)
+	g.loadTime.Observe(time.Since(start).Seconds())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.status.FetchError, g.status.LastFetch, g.status.Head = "", now, commit
+	if len(errs) > 0 {
+		g.loads.WithLabelValues("invalid").Inc()
+		g.status.HeadError = fmt.Sprintf("%d error(s), first: %s", len(errs), errs[0].Error())
+		g.status.HeadErrors = nil
+		for i, e := range errs {
+			if i == 20 {
+				g.status.HeadErrors = append(g.status.HeadErrors, fmt.Sprintf("... and %d more", len(errs)-20))
+				break
+			}
+			g.status.HeadErrors = append(g.status.HeadErrors, e.Error())
+		}
+		g.cfg.Log.Error("repo head is invalid; serving the last good snapshot", "head", commit, "serving", g.status.Commit,
+			"errors", len(errs), "first", errs[0].Error())
+		return g.status, nil
+	}
+	g.loads.WithLabelValues("loaded").Inc()
+	c, o, z := snap.Counts()
+	g.snap = snap
+	g.status.Commit, g.status.LoadedAt, g.status.ConfirmedAt = commit, now, now
+	g.status.HeadError, g.status.HeadErrors = "", nil
+	g.cfg.Log.Info("repo snapshot loaded", "commit", commit, "clusters", c, "orgs", o, "zones", z,
+		"load_ms", time.Since(start).Milliseconds())
+	return g.status, nil
+}
+
+// recordGlobs are the files repo.LoadFS reads; only they are kept in memory.
+var recordGlobs = []string{"clusters/*/" + repo.ClusterFile, "orgs/*.yaml", "products/*/*.yaml"}
+
+func isRecordPath(p string) bool {
+	for _, g := range recordGlobs {
+		if ok, _ := path.Match(g, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// fetch returns the head commit and its record files.
+func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, error) {
+	if IsRemote(g.cfg.Repo) {
+		return g.fetchRemote(ctx)
+	}
+	// Only a directory that is itself the repository root: a subfolder of a work
+	// tree must be read as a plain folder, not as its repository's root tree.
+	if r, err := git.PlainOpen(g.cfg.Repo); err == nil {
+		h, err := r.ResolveRevision(plumbing.Revision(g.cfg.Revision))
+		if err != nil {
+			return "", nil, fmt.Errorf("revision %s in %s: %w", g.cfg.Revision, g.cfg.Repo, err)
+		}
+		return g.commitFiles(r, *h)
+	}
+	return g.readDir()
+}
+
+// readDir reads a plain folder; its "commit" is a hash of the records.
+func (g *GitSource) readDir() (string, fs.FS, error) {
+	if st, err := os.Stat(g.cfg.Repo); err != nil || !st.IsDir() {
+		return "", nil, fmt.Errorf("repo %s is neither a git URL nor a directory", g.cfg.Repo)
+	}
+	fsys := os.DirFS(g.cfg.Repo)
+	files := map[string][]byte{}
+	sum := sha256.New()
+	for _, glob := range recordGlobs {
+		ms, _ := fs.Glob(fsys, glob)
+		sort.Strings(ms)
+		for _, m := range ms {
+			b, err := readLimited(fsys, m)
+			if err != nil {
+				return "", nil, err
+			}
+			files[m] = b
+			fmt.Fprintf(sum, "%s\x00%d\x00", m, len(b))
+			sum.Write(b)
+		}
+	}
+	return "dir-" + hex.EncodeToString(sum.Sum(nil))[:12], newRecordFS(files), nil
+}
+
+func readLimited(fsys fs.FS, name string) ([]byte, error) {
+	st, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > repo.MaxRecordBytes {
+		return nil, fmt.Errorf("%s is %d bytes; a record is at most %d", name, st.Size(), repo.MaxRecordBytes)
+	}
+	return fs.ReadFile(fsys, filepath.ToSlash(name))
+}
+
+// fetchRemote lists the remote's refs; when the revision moved it fetches
+// just that commit (depth 1) into a fresh in-memory repository, so memory
+// holds one tree, never the history.
+func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, error) {
+	auth, err := g.auth()
+	if err != nil {
+		return "", nil, err
+	}
+	storage := memory.NewStorage()
+	r, err := git.Init(storage, nil)
+	if err != nil {
+		return "", nil, err
+	}
+	remote, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{g.cfg.Repo}})
+	if err != nil {
+		return "", nil, err
+	}
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", nil, fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
+	}
+	ref, hash, err := resolveRef(refs, g.cfg.Revision)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", redactURL(g.cfg.Repo), err)
+	}
+	g.mu.RLock()
+	same := g.status.Head == hash.String() && g.snap != nil
+	g.mu.RUnlock()
+	if same {
+		return hash.String(), nil, nil
+	}
+	err = r.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Depth: 1, Tags: git.NoTags,
+		RefSpecs: []config.RefSpec{config.RefSpec("+" + ref.String() + ":refs/spokeforge/head")}})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return "", nil, fmt.Errorf("fetching %s from %s: %w", ref, redactURL(g.cfg.Repo), err)
+	}
+	return g.commitFiles(r, hash)
+}
+
+// resolveRef finds the revision among the remote's refs: HEAD, a branch or a tag.
+func resolveRef(refs []*plumbing.Reference, rev string) (plumbing.ReferenceName, plumbing.Hash, error) {
+	byName := map[plumbing.ReferenceName]*plumbing.Reference{}
+	for _, r := range refs {
+		byName[r.Name()] = r
+	}
+	candidates := []plumbing.ReferenceName{plumbing.ReferenceName(rev), plumbing.NewBranchReferenceName(rev), plumbing.NewTagReferenceName(rev)}
+	for _, name := range candidates {
+		r, ok := byName[name]
+		for i := 0; ok && r.Type() == plumbing.SymbolicReference && i < 5; i++ {
+			name = r.Target()
+			r, ok = byName[name]
+		}
+		if ok && r.Type() == plumbing.HashReference {
+			return name, r.Hash(), nil
+		}
+	}
+	return "", plumbing.ZeroHash, fmt.Errorf("revision %q not found (not HEAD, a branch or a tag)", rev)
+}
+
+// commitFiles reads the record files of commit h's tree.
+func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.FS, error) {
+	c, err := r.CommitObject(h)
+	if err != nil {
+		return "", nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return "", nil, fmt.Errorf("tree of %s: %w", h, err)
+	}
+	files := map[string][]byte{}
+	err = tree.Files().ForEach(func(f *object.File) error {
+		if !isRecordPath(f.Name) || !f.Mode.IsFile() {
+			return nil
+		}
+		if f.Size > repo.MaxRecordBytes {
+			return fmt.Errorf("%s is %d bytes; a record is at most %d", f.Name, f.Size, repo.MaxRecordBytes)
+		}
+		s, err := f.Contents()
+		if err != nil {
+			return fmt.Errorf("%s: %w", f.Name, err)
+		}
+		files[f.Name] = []byte(s)
+		return nil
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	return h.String(), newRecordFS(files), nil
+}
+
+// auth builds the transport credentials from their files.
+func (g *GitSource) auth() (transport.AuthMethod, error) {
+	switch {
+	case isSSH(g.cfg.Repo):
+		user := "git"
+		if u, _, ok := strings.Cut(strings.TrimPrefix(g.cfg.Repo, "ssh://"), "@"); ok && !strings.Contains(u, "/") {
+			user = u
+		}
+		keys, err := gitssh.NewPublicKeysFromFile(user, g.cfg.SSHKeyFile, "")
+		if err != nil {
+			return nil, fmt.Errorf("ssh key %s: %w", g.cfg.SSHKeyFile, err)
+		}
+		cb, err := knownhosts.New(g.cfg.KnownHostsFile)
+		if err != nil {
+			return nil, fmt.Errorf("known hosts %s: %w", g.cfg.KnownHostsFile, err)
+		}
+		keys.HostKeyCallback = cb
+		return keys, nil
+	case g.cfg.PasswordFile != "":
+		pw, err := os.ReadFile(g.cfg.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("git password file: %w", err)
+		}
+		user := "git"
+		if g.cfg.UsernameFile != "" {
+			u, err := os.ReadFile(g.cfg.UsernameFile)
+			if err != nil {
+				return nil, fmt.Errorf("git username file: %w", err)
+			}
+			user = strings.TrimSpace(string(u))
+		}
+		return &githttp.BasicAuth{Username: user, Password: strings.TrimSpace(string(pw))}, nil
+	}
+	return nil, nil
+}

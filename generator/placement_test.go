@@ -1,0 +1,180 @@
+package generator
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func decisions(t *testing.T, p *Placer, s *Snapshot, h Hub, f Filter) map[string]Decision {
+	t.Helper()
+	ds, sets := p.Decide(s, h, f, true)
+	out := map[string]Decision{}
+	placed := 0
+	for _, d := range ds {
+		out[d.Zone] = d
+		if d.Outcome == Placed {
+			placed++
+		}
+	}
+	if placed != len(sets) {
+		t.Fatalf("%d placed decisions but %d parameter sets", placed, len(sets))
+	}
+	return out
+}
+
+func TestPlacementRules(t *testing.T) {
+	snap := mustSnapshot(t, exampleFS(t, nil), "c1")
+	tests := []struct {
+		name   string
+		hub    func() *fakeHub
+		zone   string
+		want   Outcome
+		reason string
+	}{
+		{"no cluster runs on the management cluster", func() *fakeHub { return &fakeHub{} }, "checkout-rc", Placed, "management cluster"},
+		{"not on the org's allowlist", registeredHub, "checkout-west", Rejected, "not on org acme's clusterAllowlist"},
+		{"registered", registeredHub, "checkout-prod", Placed, "is registered"},
+		{"no cluster Secret", func() *fakeHub { h := registeredHub(); delete(h.secrets, "gpu-east-1"); return h }, "checkout-prod", Waiting, "no Argo CD cluster Secret names gpu-east-1"},
+		{"no spoke Application", func() *fakeHub { h := registeredHub(); delete(h.apps, "spoke-gpu-east-1"); return h }, "checkout-prod", Waiting, "Application spoke-gpu-east-1 does not exist"},
+		{"spoke Application Progressing", func() *fakeHub {
+			h := registeredHub()
+			h.apps["spoke-gpu-east-1"] = App{Health: "Progressing"}
+			return h
+		}, "checkout-prod", Waiting, "is Progressing, not Healthy"},
+		{"spoke Application without health", func() *fakeHub {
+			h := registeredHub()
+			h.apps["spoke-gpu-east-1"] = App{}
+			return h
+		}, "checkout-prod", Waiting, "is unknown, not Healthy"},
+		{"other org's zone on its own allowlisted cluster", registeredHub, "trainer-staging", Placed, "is registered"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := decisions(t, NewPlacer(), snap, tt.hub(), Filter{})[tt.zone]
+			if d.Outcome != tt.want || !strings.Contains(d.Reason, tt.reason) {
+				t.Fatalf("%s: got %s (%s), want %s containing %q", tt.zone, d.Outcome, d.Reason, tt.want, tt.reason)
+			}
+		})
+	}
+}
+
+func TestPlacementInClusterNeedsNoSecret(t *testing.T) {
+	snap := mustSnapshot(t, exampleFS(t, map[string]string{"products/acme/checkout.yaml": `apiVersion: spokeforge.io/v1alpha1
+kind: Product
+metadata: {name: checkout}
+spec:
+  delivery:
+    zones:
+      - {name: checkout-local, environment: release, cluster: hub-local}
+`}), "c1")
+	h := &fakeHub{apps: map[string]App{}}
+	if d := decisions(t, NewPlacer(), snap, h, Filter{})["checkout-local"]; d.Outcome != Waiting || !strings.Contains(d.Reason, "spoke-hub-local") {
+		t.Fatalf("without spoke-hub-local: %+v", d)
+	}
+	h.apps["spoke-hub-local"] = App{Health: HealthHealthy}
+	ds, sets := NewPlacer().Decide(snap, h, Filter{Org: "acme"}, true)
+	if len(ds) != 1 || ds[0].Outcome != Placed || len(sets) != 1 {
+		t.Fatalf("with a Healthy spoke-hub-local and no Secret: %+v", ds)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(sets[0], &p); err != nil {
+		t.Fatal(err)
+	}
+	if d := p["destination"].(map[string]any); d["server"] != "https://kubernetes.default.svc" || d["name"] != "" {
+		t.Fatalf("inCluster destination = %v", d)
+	}
+}
+
+func TestPlacementUnknownClusterIsAZoneRejection(t *testing.T) {
+	// gpu-west-2's record is deleted but globex still lists it and trainer-staging still uses it:
+	// the repo stays usable and only that zone is rejected.
+	snap, errs := LoadSnapshot(exampleFS(t, map[string]string{"clusters/gpu-west-2/cluster.yaml": ""}), "c2", testSource)
+	if len(errs) > 0 {
+		t.Fatalf("LoadSnapshot: %v", errs)
+	}
+	ds := decisions(t, NewPlacer(), snap, registeredHub(), Filter{})
+	if d := ds["trainer-staging"]; d.Outcome != Rejected || !strings.Contains(d.Reason, "not known: no clusters/gpu-west-2/cluster.yaml") {
+		t.Fatalf("trainer-staging: %+v", d)
+	}
+	if d := ds["checkout-prod"]; d.Outcome != Placed {
+		t.Fatalf("checkout-prod: %+v", d)
+	}
+	// Any other finding still rejects the whole snapshot.
+	_, errs = LoadSnapshot(exampleFS(t, map[string]string{"orgs/globex.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: globex}\nspec: {clusterAllowlist: [gpu-west-2], extra: 1}\n"}), "c3", testSource)
+	if len(errs) == 0 {
+		t.Fatal("an unknown field was accepted")
+	}
+}
+
+func TestPlacementSticky(t *testing.T) {
+	fsys := exampleFS(t, nil)
+	snap := mustSnapshot(t, fsys, "c1")
+	p := NewPlacer()
+	h := registeredHub()
+	if d := decisions(t, p, snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || d.Sticky {
+		t.Fatalf("registered: %+v", d)
+	}
+	// The spoke goes Degraded and its Secret is briefly gone: the zone stays.
+	h.apps["spoke-gpu-east-1"] = App{Health: "Degraded"}
+	delete(h.secrets, "gpu-east-1")
+	if d := decisions(t, p, snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky || !strings.Contains(d.Reason, "kept while") {
+		t.Fatalf("briefly unready: %+v", d)
+	}
+	// A new commit that changes nothing about the zone keeps it too.
+	snap2 := mustSnapshot(t, fsys, "c2")
+	if d := decisions(t, p, snap2, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky {
+		t.Fatalf("unrelated commit: %+v", d)
+	}
+	// Git withdraws it: acme no longer allowlists gpu-east-1.
+	noAllow := exampleFS(t, map[string]string{"orgs/acme.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: acme}\nspec: {clusterAllowlist: [hub-local]}\n"})
+	snap3 := mustSnapshot(t, noAllow, "c3")
+	if d := decisions(t, p, snap3, h, Filter{})["checkout-prod"]; d.Outcome != Rejected {
+		t.Fatalf("allowlist entry removed: %+v", d)
+	}
+	// Back on the allowlist while the cluster is still unready: it waits, the memory is gone.
+	snap4 := mustSnapshot(t, fsys, "c4")
+	if d := decisions(t, p, snap4, h, Filter{})["checkout-prod"]; d.Outcome != Waiting {
+		t.Fatalf("re-allowed, cluster unready: %+v", d)
+	}
+}
+
+func TestPlacementStickyAcrossRestart(t *testing.T) {
+	snap := mustSnapshot(t, exampleFS(t, nil), "c1")
+	h := registeredHub()
+	delete(h.secrets, "gpu-east-1")
+	h.apps["product-checkout-prod"] = App{Destination: Destination{Name: "gpu-east-1"}, Health: HealthHealthy}
+	if d := decisions(t, NewPlacer(), snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky {
+		t.Fatalf("existing zone Application, fresh process: %+v", d)
+	}
+	// The existing Application points elsewhere (the zone moved in git): no stickiness.
+	h.apps["product-checkout-prod"] = App{Destination: Destination{Name: "gpu-west-2"}}
+	if d := decisions(t, NewPlacer(), snap, h, Filter{})["checkout-prod"]; d.Outcome != Waiting {
+		t.Fatalf("existing Application with another destination: %+v", d)
+	}
+}
+
+func TestZoneFilters(t *testing.T) {
+	snap := mustSnapshot(t, exampleFS(t, nil), "c1")
+	tests := []struct {
+		f    Filter
+		want string
+	}{
+		{Filter{}, "checkout-prod,checkout-rc,checkout-west,trainer-staging"},
+		{Filter{Org: "acme"}, "checkout-prod,checkout-rc,checkout-west"},
+		{Filter{Org: "globex"}, "trainer-staging"},
+		{Filter{Product: "checkout", Environment: "release"}, "checkout-prod,checkout-west"},
+		{Filter{Environment: "pre-release"}, "checkout-rc,trainer-staging"},
+		{Filter{Org: "nobody"}, ""},
+	}
+	for _, tt := range tests {
+		ds, _ := NewPlacer().Decide(snap, registeredHub(), tt.f, false)
+		var got []string
+		for _, d := range ds {
+			got = append(got, d.Zone)
+		}
+		if g := strings.Join(got, ","); g != tt.want {
+			t.Errorf("%+v: zones %s, want %s", tt.f, g, tt.want)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/spokeforge/spokeforge/generator"
+)
+
+func generatorCmd(stderr io.Writer) *cobra.Command {
+	var (
+		g                    generator.GitConfig
+		listen, tokenFile    string
+		kubeconfig, logLevel string
+		interval, probe      time.Duration
+		maxBody              int64
+		noHub                bool
+	)
+	cmd := &cobra.Command{
+		Use:   "generator",
+		Short: "Serve the ApplicationSet plugin generator (kind: clusters and kind: zones)",
+		Long: `generator answers Argo CD's plugin generator calls (POST /api/v1/getparams.execute)
+from the gitops repo (fetched every --interval and on POST /api/v1/refresh) and the
+hub's Argo CD cluster Secrets and Applications in --namespace. See docs/generator.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level %q: %w", logLevel, err)
+			}
+			log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+			if g.App.RepoURL == "" {
+				if !generator.IsRemote(g.Repo) {
+					return fmt.Errorf("--app-repo-url is required when --repo %q is a local path: it is the repoURL the generated Applications use", g.Repo)
+				}
+				g.App.RepoURL = g.Repo
+			}
+			if g.App.TargetRevision == "" {
+				g.App.TargetRevision = g.Revision
+			}
+			g.Log = log
+			src, err := generator.NewGitSource(g)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			var hub generator.Hub
+			if !noHub {
+				kh, err := kubeHub(kubeconfig, g.App.ArgoNamespace, probe, log)
+				if err != nil {
+					return err
+				}
+				go kh.Run(ctx)
+				hub = kh
+			}
+			srv, err := generator.NewServer(generator.Config{TokenFile: tokenFile, MaxBodyBytes: maxBody, Log: log}, src, hub)
+			if err != nil {
+				return err
+			}
+			go src.Run(ctx, interval)
+			return srv.Run(ctx, listen)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", ":4355", "address to serve on")
+	f.StringVar(&tokenFile, "token-file", "/var/run/spokeforge/token", "file holding the bearer token Argo CD sends (at least 16 characters)")
+	f.StringVar(&g.Repo, "repo", "", "gitops repo: https://, ssh://, user@host:path or file:// URL, or a local directory")
+	f.StringVar(&g.Revision, "revision", "HEAD", "branch, tag or HEAD to read")
+	f.StringVar(&g.UsernameFile, "git-username-file", "", "https user name file (default user: git)")
+	f.StringVar(&g.PasswordFile, "git-password-file", "", "https password or token file")
+	f.StringVar(&g.SSHKeyFile, "git-ssh-key-file", "", "ssh private key file")
+	f.StringVar(&g.KnownHostsFile, "git-known-hosts-file", "", "ssh known_hosts file (required with ssh)")
+	f.DurationVar(&interval, "interval", time.Minute, "how often the repo is fetched")
+	f.DurationVar(&g.MaxStaleness, "max-staleness", 15*time.Minute, "answer 503 once the repo could not be fetched for this long (0: never)")
+	f.StringVar(&g.App.RepoURL, "app-repo-url", "", "repoURL of the generated Applications (default: --repo when it is a URL)")
+	f.StringVar(&g.App.TargetRevision, "app-target-revision", "", "targetRevision of the generated Applications (default: --revision)")
+	f.StringVar(&g.App.ArgoNamespace, "namespace", "argocd", "Argo CD namespace: cluster Secrets and Applications are read there")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the hub (default: in-cluster, then KUBECONFIG)")
+	f.DurationVar(&probe, "hub-probe-interval", 10*time.Second, "how often the hub API server is checked")
+	f.BoolVar(&noHub, "no-hub", false, "run without the hub (kind: zones then answers 503)")
+	f.Int64Var(&maxBody, "max-body-bytes", generator.DefaultMaxBodyBytes, "largest request body accepted")
+	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
+	_ = cmd.MarkFlagRequired("repo")
+	return cmd
+}
+
+func kubeHub(kubeconfig, ns string, probe time.Duration, log *slog.Logger) (*generator.KubeHub, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("hub kubernetes client: %w", err)
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return generator.NewKubeHub(kc, dc, ns, probe, log)
+}

@@ -1,0 +1,118 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/argoproj/argo-cd/v2/applicationset/services/plugin"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// buildGenerator builds manifests/generator with kustomize from a copy, with a token file
+// when token is set (the admin creates it; it is never committed).
+func buildGenerator(t *testing.T, token string) (resmap.ResMap, error) {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir("generator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() == "token" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("generator", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if token != "" {
+		if err := os.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+}
+
+func TestGeneratorBundle(t *testing.T) {
+	if _, err := buildGenerator(t, ""); err == nil {
+		t.Fatal("built without a token file: the token must come from a file the admin creates")
+	}
+	m, err := buildGenerator(t, "s3cr3t-token-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]map[string]any{}
+	for _, r := range m.Resources() {
+		b, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var o map[string]any
+		if err := yaml.Unmarshal(b, &o); err != nil {
+			t.Fatal(err)
+		}
+		if ns := r.GetNamespace(); ns != "argocd" {
+			t.Errorf("%s/%s in namespace %q, want argocd", r.GetKind(), r.GetName(), ns)
+		}
+		objs[r.GetKind()+"/"+r.GetName()] = o
+	}
+	for _, k := range []string{"Deployment/spokeforge-generator", "Service/spokeforge-generator", "ConfigMap/spokeforge-generator",
+		"Secret/spokeforge-generator-token", "ServiceAccount/spokeforge-generator", "Role/spokeforge-generator", "RoleBinding/spokeforge-generator"} {
+		if objs[k] == nil {
+			t.Errorf("bundle lacks %s", k)
+		}
+	}
+	for k := range objs {
+		if strings.HasPrefix(k, "ClusterRole") {
+			t.Errorf("bundle has %s: RBAC must stay in the Argo CD namespace", k)
+		}
+	}
+	// The ConfigMap's token reference resolves, the way Argo CD parses it, to the Secret.
+	cm := objs["ConfigMap/spokeforge-generator"]["data"].(map[string]any)
+	secretName, key := plugin.ParseSecretKey(cm["token"].(string))
+	sec := objs["Secret/"+secretName]
+	if sec == nil || !strings.HasPrefix(cm["token"].(string), "$") {
+		t.Fatalf("ConfigMap token %q does not name the generated Secret", cm["token"])
+	}
+	if _, ok := sec["data"].(map[string]any)[strings.TrimPrefix(key, "$")]; !ok {
+		t.Errorf("Secret %s has no key %s", secretName, key)
+	}
+	if sec["metadata"].(map[string]any)["labels"].(map[string]any)["app.kubernetes.io/part-of"] != "argocd" {
+		t.Error("the token Secret lacks app.kubernetes.io/part-of: argocd (newer Argo CD only reads labelled Secrets)")
+	}
+	if cm["baseUrl"] != "http://spokeforge-generator:4355" || cm["requestTimeout"] == nil {
+		t.Errorf("ConfigMap data %v", cm)
+	}
+	// The example ApplicationSets name this ConfigMap.
+	for _, f := range []string{"clusters-appset.yaml", "zones-appset.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "examples", "gitops", "hub", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "name: spokeforge-generator\n") {
+			t.Errorf("%s does not reference ConfigMap spokeforge-generator", f)
+		}
+	}
+	dep, _ := yaml.Marshal(objs["Deployment/spokeforge-generator"])
+	for _, w := range []string{"runAsNonRoot: true", "readOnlyRootFilesystem: true", "allowPrivilegeEscalation: false",
+		"path: /readyz", "path: /healthz", "memory: 1Gi", "secretName: spokeforge-generator-token", "--token-file=/var/run/spokeforge/token/token", "- generator"} {
+		if !strings.Contains(string(dep), w) {
+			t.Errorf("Deployment lacks %q", w)
+		}
+	}
+	role, _ := yaml.Marshal(objs["Role/spokeforge-generator"])
+	for _, bad := range []string{"create", "update", "patch", "delete", "'*'"} {
+		if strings.Contains(string(role), bad) {
+			t.Errorf("Role grants %s", bad)
+		}
+	}
+}

@@ -1,0 +1,370 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+var (
+	applicationsGVR    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	applicationSetsGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"}
+)
+
+func clusterRecord(name, short, server string) string {
+	return fmt.Sprintf(`apiVersion: spokeforge.io/v1alpha1
+kind: Cluster
+metadata:
+  name: %[1]s
+spec:
+  shortName: %[2]s
+  account: acme-ml
+  accountID: "111122223333"
+  environment: staging
+  region: us-west-2
+  zone: colo-e2e
+  provider: onprem
+  connection:
+    server: %[3]s
+    credentials: {type: bearerToken}
+  identity:
+    trustAnchorArn: arn:aws:rolesanywhere:us-west-2:111122223333:trust-anchor/3e4f5a6b-7c8d-4e9f-a0b1-c2d3e4f5a6b7
+    profileArn: arn:aws:rolesanywhere:us-west-2:111122223333:profile/9b0c1d2e-3f4a-4b5c-9d6e-7f8a9b0c1d2e
+    issuer: {name: spokeforge-ca}
+  network: {podCIDR: 172.16.0.0/16, serviceCIDR: 172.17.0.0/16, dnsServiceIP: 172.17.0.10}
+  queues: [{purpose: jobs}]
+`, name, short, server)
+}
+
+func org(name string, allow ...string) string {
+	return fmt.Sprintf("apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: %s}\nspec:\n  clusterAllowlist: [%s]\n", name, strings.Join(allow, ", "))
+}
+
+// TestGenerator: the real applicationset-controller calls `spokeforge generator` through the
+// plugin ConfigMap and renders the example ApplicationSets. App-of-apps and placed zone
+// Applications appear; removing an allowlist entry withdraws its zone; with the generator
+// stopped every existing Application stays.
+func TestGenerator(t *testing.T) {
+	h := StartHub(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	if h.Spokeforge == "" {
+		t.Fatal("the harness did not build spokeforge")
+	}
+	repo, err := h.NewGitRepo("gitops", map[string]string{
+		"clusters/spoke/cluster.yaml": clusterRecord(SpokeClusterName, "spk", h.Spoke.URL),
+		"clusters/edge/cluster.yaml":  clusterRecord("edge", "edg", "https://edge.example.invalid:6443"),
+		"orgs/acme.yaml":              org("acme", SpokeClusterName, "edge"),
+		"orgs/globex.yaml":            org("globex"),
+		"products/acme/web.yaml": `apiVersion: spokeforge.io/v1alpha1
+kind: Product
+metadata: {name: web}
+spec:
+  delivery:
+    zones:
+      - {name: web-prod, environment: release, cluster: spoke}
+      - {name: web-rc, environment: pre-release}
+      - {name: web-edge, environment: release, cluster: edge}
+`,
+		"products/globex/api.yaml": `apiVersion: spokeforge.io/v1alpha1
+kind: Product
+metadata: {name: api}
+spec:
+  delivery:
+    zones:
+      - {name: api-spoke, environment: release, cluster: spoke}
+`,
+		"fixtures/spoke/configmap.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: spoke-registered, namespace: default}\ndata: {ok: \"true\"}\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Registration of "spoke": its cluster Secret exists (the harness made it) and its spoke
+	// Application is Healthy. The CMP's hub render would create spoke-spoke; here a directory
+	// Application stands in for it, as the hub has no External Secrets for the cluster Secret.
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: spoke-spoke, namespace: %[1]s}
+spec:
+  project: default
+  source: {repoURL: %[2]s, targetRevision: HEAD, path: fixtures/spoke}
+  destination: {name: %[3]s, namespace: default}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: org-acme, namespace: %[1]s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}, {name: %[3]s, namespace: '*'}, {name: edge, namespace: '*'}]
+---
+apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: org-globex, namespace: %[1]s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}]
+`, ArgoCDNamespace, repo.URL, SpokeClusterName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SyncApp(ctx, "spoke-spoke", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	// The generator, with its token Secret and the plugin ConfigMap of manifests/generator.
+	token := randomToken()
+	tokenFile := filepath.Join(h.Dir, "generator-token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	base := "http://" + addr
+	gen, err := h.run(procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
+		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
+		"--interval", "5s", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, gen, "/readyz", time.Minute, httpOK(base+"/readyz")); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "manifests", "generator", "plugin-configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := strings.Replace(string(cm), "http://spokeforge-generator:4355", base, 1)
+	plugin = strings.Replace(plugin, "\n  name: spokeforge-generator\n", "\n  name: spokeforge-generator\n  namespace: "+ArgoCDNamespace+"\n", 1)
+	if _, err := h.Hub.Apply(ctx, plugin+fmt.Sprintf("---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: spokeforge-generator-token\n  namespace: %s\n  labels: {app.kubernetes.io/part-of: argocd}\nstringData:\n  token: %s\n", ArgoCDNamespace, token)); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"clusters-appset.yaml", "zones-appset.yaml"} {
+		b, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "examples", "gitops", "hub", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Hub.Apply(ctx, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	apps := h.Hub.Dynamic.Resource(applicationsGVR).Namespace(ArgoCDNamespace)
+	waitApps := func(what string, want, absent []string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			var missing, present []string
+			for _, n := range want {
+				if _, err := apps.Get(ctx, n, metav1.GetOptions{}); err != nil {
+					missing = append(missing, n)
+				}
+			}
+			for _, n := range absent {
+				if _, err := apps.Get(ctx, n, metav1.GetOptions{}); err == nil {
+					present = append(present, n)
+				} else if !apierrors.IsNotFound(err) {
+					present = append(present, n+" ("+err.Error()+")")
+				}
+			}
+			if len(missing) == 0 && len(present) == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: missing %v, unexpectedly present %v", what, missing, present)
+			}
+			time.Sleep(2 * time.Second)
+		}
+	}
+	start := time.Now()
+	waitApps("first generation", []string{"registry-spoke", "registry-edge", "product-web-prod", "product-web-rc"},
+		[]string{"product-web-edge", "product-api-spoke"})
+	t.Logf("Applications generated in %s", time.Since(start).Round(time.Second))
+
+	aoa, err := apps.Get(ctx, "registry-spoke", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"spec.source.path": "clusters/spoke", "spec.source.repoURL": repo.URL, "spec.source.targetRevision": "main",
+		"spec.source.plugin.name": "spokeforge", "spec.destination.server": "https://kubernetes.default.svc",
+		"spec.destination.namespace": ArgoCDNamespace, "spec.project": "default",
+		"metadata.annotations.argocd\\.argoproj\\.io/sync-wave": "50",
+	} {
+		if got := field(aoa.Object, path); got != want {
+			t.Errorf("registry-spoke %s = %q, want %q", path, got, want)
+		}
+	}
+	zone, err := apps.Get(ctx, "product-web-prod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"spec.destination.name": SpokeClusterName, "spec.destination.namespace": "web-prod", "spec.project": "org-acme",
+		"spec.source.path": "products/acme/web/web-prod",
+	} {
+		if got := field(zone.Object, path); got != want {
+			t.Errorf("product-web-prod %s = %q, want %q", path, got, want)
+		}
+	}
+
+	// Every decision with its reason.
+	p := placements(t, ctx, base, token)
+	for zone, want := range map[string]string{"web-prod": "placed", "web-rc": "placed", "web-edge": "waiting", "api-spoke": "rejected"} {
+		if p[zone] == "" || !strings.HasPrefix(p[zone], want+":") {
+			t.Errorf("placement of %s = %q, want %s", zone, p[zone], want)
+		}
+	}
+
+	// Git withdraws a zone: acme no longer allowlists spoke.
+	if err := repo.Commit("acme: drop spoke", map[string]string{"orgs/acme.yaml": org("acme", "edge")}); err != nil {
+		t.Fatal(err)
+	}
+	post(t, ctx, base+"/api/v1/refresh", token)
+	refreshAppSet(t, ctx, h, "spokeforge-zones")
+	waitApps("after removing spoke from acme's allowlist", []string{"product-web-rc"}, []string{"product-web-prod"})
+
+	// An invalid commit is not served: the last good snapshot stays, and says why.
+	if err := repo.Commit("globex: typo", map[string]string{"orgs/globex.yaml": org("globex") + "  colour: red\n"}); err != nil {
+		t.Fatal(err)
+	}
+	post(t, ctx, base+"/api/v1/refresh", token)
+	if st := repoStatus(t, ctx, base, token); !strings.Contains(st, "orgs/globex.yaml") || !strings.Contains(st, "colour") {
+		t.Errorf("repo status after an invalid commit: %s", st)
+	}
+	refreshAppSet(t, ctx, h, "spokeforge-zones")
+	time.Sleep(5 * time.Second)
+	waitApps("after an invalid commit", []string{"product-web-rc"}, []string{"product-web-prod"})
+
+	// Stop the generator: the controller gets errors and keeps every Application.
+	gen.stop(5 * time.Second)
+	for _, as := range []string{"spokeforge-zones", "spokeforge-clusters"} {
+		refreshAppSet(t, ctx, h, as)
+		waitErrorCondition(t, ctx, h, as)
+	}
+	time.Sleep(5 * time.Second)
+	waitApps("with the generator stopped", []string{"registry-spoke", "registry-edge", "product-web-rc", "spoke-spoke"}, nil)
+}
+
+// field reads a dotted path ("\\." escapes a dot) of obj as a string.
+func field(obj map[string]any, path string) string {
+	parts := strings.Split(strings.ReplaceAll(path, `\.`, "\x00"), ".")
+	var cur any = obj
+	for _, p := range parts {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return ""
+		}
+		cur = m[strings.ReplaceAll(p, "\x00", ".")]
+	}
+	s, _ := cur.(string)
+	return s
+}
+
+func placements(t *testing.T, ctx context.Context, base, token string) map[string]string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/placements", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var body struct {
+		Zones []struct{ Zone, Outcome, Reason string }
+	}
+	if err := json.Unmarshal(b, &body); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("placements: %d %s %v", resp.StatusCode, b, err)
+	}
+	out := map[string]string{}
+	for _, z := range body.Zones {
+		out[z.Zone] = z.Outcome + ": " + z.Reason
+	}
+	t.Logf("placements: %v", out)
+	return out
+}
+
+// repoStatus returns the repo part of /api/v1/placements as JSON.
+func repoStatus(t *testing.T, ctx context.Context, base, token string) string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/placements", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Repo json.RawMessage }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return string(body.Repo)
+}
+
+func post(t *testing.T, ctx context.Context, url, token string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader("{}"))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+}
+
+// refreshAppSet asks the controller to reconcile now (the annotation Argo CD's own webhook sets).
+func refreshAppSet(t *testing.T, ctx context.Context, h *Hub, name string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/application-set-refresh":"true"}}}`)
+	if _, err := h.Hub.Dynamic.Resource(applicationSetsGVR).Namespace(ArgoCDNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitErrorCondition waits until the ApplicationSet reports ErrorOccurred=True.
+func waitErrorCondition(t *testing.T, ctx context.Context, h *Hub, name string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		as, err := h.Hub.Dynamic.Resource(applicationSetsGVR).Namespace(ArgoCDNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				if m["type"] == "ErrorOccurred" && m["status"] == "True" {
+					t.Logf("%s: ErrorOccurred: %v", name, m["message"])
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reported ErrorOccurred with the generator stopped", name)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
