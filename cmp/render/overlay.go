@@ -77,9 +77,22 @@ func ApplyOverlay(dir string, base []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", kpath, err)
 	}
-	out, err := m.AsYaml()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", kpath, err)
+	// As m.AsYaml(), without its JSON → YAML parse per object.
+	var out bytes.Buffer
+	for i, r := range m.Resources() {
+		j, err := r.MarshalJSON()
+		if err == nil {
+			var y []byte
+			if y, err = jsonToYAML(j); err == nil {
+				if i > 0 {
+					out.WriteString("---\n")
+				}
+				out.Write(y)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %v", kpath, r.CurId(), err)
+		}
 	}
-	return bytes.TrimSpace(out), nil
+	return bytes.TrimSpace(out.Bytes()), nil
 }

@@ -353,11 +353,7 @@ func kindRank(kind string) string {
 // Write serialises objects as a YAML stream, canonically.
 func Write(w io.Writer, objs []Object) error {
 	for i, o := range objs {
-		j, err := json.Marshal(o.Obj)
-		if err != nil {
-			return err
-		}
-		y, err := yaml.JSONToYAML(j)
+		y, err := objectYAML(o.Obj) // converts o.Obj's numbers to int64 in place
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,90 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+
+	yamlv2 "go.yaml.in/yaml/v2"
+	"sigs.k8s.io/yaml"
+)
+
+// Serialisation without the JSON → YAML → object → YAML round trip that
+// sigs.k8s.io/yaml.JSONToYAML makes (it parses the JSON with the YAML parser
+// only to learn which numbers are integers). The output is byte-identical:
+// JSONToYAML marshals with the same YAML library, and a map sorts its keys
+// the same whatever its key type; only the numbers need converting. Any value
+// whose round trip is not plainly the same (a fraction, an integer past 2^53)
+// takes the original path.
+
+// objectYAML serialises one object (decoded from JSON: float64 numbers) as
+// sigs.k8s.io/yaml.Marshal would.
+func objectYAML(obj map[string]any) ([]byte, error) {
+	if v, ok := integers(obj); ok {
+		return yamlv2.Marshal(v)
+	}
+	j, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(j)
+}
+
+// jsonToYAML is sigs.k8s.io/yaml.JSONToYAML for one JSON object.
+func jsonToYAML(j []byte) ([]byte, error) {
+	d := json.NewDecoder(bytes.NewReader(j))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err == nil && !d.More() {
+		if v, ok := integers(v); ok {
+			return yamlv2.Marshal(v)
+		}
+	}
+	return yaml.JSONToYAML(j)
+}
+
+// maxExact is the largest integer a float64 holds exactly and json.Marshal
+// prints without an exponent.
+const maxExact = 1 << 53
+
+// integers turns the numbers of a JSON-decoded value into the int64 the YAML
+// parser would have read, in place. It reports false when a number is not an
+// integer within ±2^53, or a value is of a type JSON decoding does not produce.
+func integers(x any) (any, bool) {
+	switch t := x.(type) {
+	case map[string]any:
+		for k, v := range t {
+			c, ok := integers(v)
+			if !ok {
+				return nil, false
+			}
+			t[k] = c
+		}
+		return t, true
+	case []any:
+		for i, v := range t {
+			c, ok := integers(v)
+			if !ok {
+				return nil, false
+			}
+			t[i] = c
+		}
+		return t, true
+	case float64:
+		if t != math.Trunc(t) || math.Abs(t) > maxExact || math.Signbit(t) && t == 0 {
+			return nil, false
+		}
+		return int64(t), true
+	case json.Number:
+		i, err := t.Int64()
+		if err != nil || i > maxExact || i < -maxExact {
+			return nil, false
+		}
+		return i, true
+	case int64:
+		return t, true
+	case string, bool, nil:
+		return t, true
+	}
+	return nil, false
+}
