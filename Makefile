@@ -1,7 +1,7 @@
 GO ?= go
 BIN ?= bin/spokeforge
 
-.PHONY: build test bench vet fmt
+.PHONY: build test bench bench-e2e vet fmt
 
 build:
 	$(GO) build -o $(BIN) .
@@ -14,8 +14,16 @@ vet:
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
 
+# Whole-process comparison with helm, kustomize and a floor, then the Go benchmarks
+# (docs/benchmarks.md). BENCH_ROUNDS rounds, round-robin.
+BENCH_ROUNDS ?= 30
 bench:
-	test/bench/render.sh
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	test/bench/bench.sh $(BENCH_ROUNDS)
+
+# The repo-server generating the spoke's manifests through the CMP sidecar, beside directory,
+# helm and kustomize sources, on the e2e hub (docs/benchmarks.md).
+bench-e2e: e2e-install
+	test/bench/build-tools.sh >/dev/null
+	SPOKEFORGE_E2E_BENCH=1 $(GO) test -tags e2e -count=1 -timeout 20m -run '^TestBenchRepoServer$$' -v ./test/e2e/
 
 include test/e2e/e2e.mk

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# make bench: whole-process comparison of spokeforge render with helm template, kustomize
+# build and a floor (test/bench/runner), then the Go benchmarks (in-process render, Lua health
+# scripts beside Argo CD's built-in checks). Results: docs/benchmarks.md.
+# Usage: test/bench/bench.sh [ROUNDS]   (default 30; SPOKEFORGE_BENCH_GO=0 skips the Go benchmarks)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+rounds="${1:-30}"
+say() { printf '[bench] %s\n' "$*" >&2; }
+
+bin="$(test/bench/build-tools.sh)"   # helm, kustomize: cached, built once
+work="$bin/run"
+mkdir -p "$work/floor"
+
+say "checking the chart and the kustomize directory are generated from the golden render"
+(cd test/bench/tools && go run ./chartgen -root ../../.. -check)
+
+say "building spokeforge (as the Dockerfile does), the floor and the runner"
+go build -trimpath -ldflags "-s -w" -o "$work/spokeforge" .
+cp test/bench/floor/main.go examples/gitops/rendered/gpu-east-1.spoke.yaml "$work/floor/"
+mv "$work/floor/gpu-east-1.spoke.yaml" "$work/floor/out.yaml"
+printf 'module floor\n\ngo 1.24\n' >"$work/floor/go.mod"
+(cd "$work/floor" && go build -trimpath -ldflags "-s -w" -tags benchfloor -o "$work/floorbin" .)
+go build -o "$work/runner" ./test/bench/runner
+
+say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(go version | cut -d' ' -f3)"
+"$work/runner" -spokeforge "$work/spokeforge" -helm "$bin/helm" -kustomize "$bin/kustomize" -floor "$work/floorbin" -rounds "$rounds"
+
+if [ "${SPOKEFORGE_BENCH_GO:-1}" != 0 ]; then
+  say "Go benchmarks: in-process render and Lua health checks"
+  go test -run '^$' -bench . -benchmem -count 1 ./...
+fi
