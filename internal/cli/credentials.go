@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/spokeforge/spokeforge/internal/credentials"
@@ -31,7 +31,11 @@ func credentialsCmd(stderr io.Writer) *cobra.Command {
 				return fmt.Errorf("--secret %q: want NAMESPACE/NAME", secret)
 			}
 			o.Namespace, o.SecretName = ns, name
-			kc, err := kubeClient(kubeconfig)
+			cfg, err := kubeConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			kc, err := credentials.NewSecretClient(cfg, ns)
 			if err != nil {
 				return err
 			}
@@ -69,13 +73,13 @@ func credentialsCmd(stderr io.Writer) *cobra.Command {
 	return cmd
 }
 
-// kubeClient uses the kubeconfig if given, else in-cluster config, else the default loading rules.
-func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
+// kubeConfig uses the kubeconfig if given, else in-cluster config, else the default loading rules.
+func kubeConfig(kubeconfig string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Secret keys, as the rendered ClusterSecretStore references them.
@@ -69,15 +68,23 @@ func Exchange(o Options) (helper.CredentialProcessOutput, error) {
 	return out, nil
 }
 
+// SecretClient is what the refresher needs of a Secrets client for
+// o.Namespace: client-go's typed SecretInterface has it, and so has the
+// light REST client of NewSecretClient.
+type SecretClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
+	Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error)
+	Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error)
+}
+
 // Store writes the credentials into the Secret, creating it if needed.
-func Store(ctx context.Context, kc kubernetes.Interface, o Options, c helper.CredentialProcessOutput) error {
+func Store(ctx context.Context, secrets SecretClient, o Options, c helper.CredentialProcessOutput) error {
 	data := map[string][]byte{
 		KeyAccessKeyID:     []byte(c.AccessKeyId),
 		KeySecretAccessKey: []byte(c.SecretAccessKey),
 		KeySessionToken:    []byte(c.SessionToken),
 		KeyExpiration:      []byte(c.Expiration),
 	}
-	secrets := kc.CoreV1().Secrets(o.Namespace)
 	cur, err := secrets.Get(ctx, o.SecretName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -98,7 +105,7 @@ func Store(ctx context.Context, kc kubernetes.Interface, o Options, c helper.Cre
 }
 
 // RefreshOnce exchanges and stores once.
-func RefreshOnce(ctx context.Context, kc kubernetes.Interface, o Options) (Issued, error) {
+func RefreshOnce(ctx context.Context, secrets SecretClient, o Options) (Issued, error) {
 	c, err := Exchange(o)
 	if err != nil {
 		return Issued{}, err
@@ -107,7 +114,7 @@ func RefreshOnce(ctx context.Context, kc kubernetes.Interface, o Options) (Issue
 	if err != nil {
 		return Issued{}, fmt.Errorf("Roles Anywhere returned an unreadable expiration %q", c.Expiration)
 	}
-	if err := Store(ctx, kc, o, c); err != nil {
+	if err := Store(ctx, secrets, o, c); err != nil {
 		return Issued{}, err
 	}
 	return Issued{AccessKeyID: c.AccessKeyId, Expiration: exp}, nil
@@ -115,11 +122,11 @@ func RefreshOnce(ctx context.Context, kc kubernetes.Interface, o Options) (Issue
 
 // Run refreshes until ctx ends: RefreshBefore ahead of each expiry, and
 // after a failure with backoff doubling from 5 s to RetryMax.
-func Run(ctx context.Context, kc kubernetes.Interface, o Options, log *slog.Logger) error {
+func Run(ctx context.Context, secrets SecretClient, o Options, log *slog.Logger) error {
 	backoff := 5 * time.Second
 	for {
 		var wait time.Duration
-		iss, err := RefreshOnce(ctx, kc, o)
+		iss, err := RefreshOnce(ctx, secrets, o)
 		if err != nil {
 			log.Error("credential refresh failed; retrying", "error", err, "retryIn", backoff)
 			wait, backoff = backoff, min(backoff*2, o.RetryMax)

@@ -94,7 +94,7 @@ func TestRefreshWritesTheSecret(t *testing.T) {
 	kc := fake.NewClientset()
 	o := options(t, srv.URL)
 	for range 2 { // create, then update: idempotent
-		iss, err := RefreshOnce(context.Background(), kc, o)
+		iss, err := RefreshOnce(context.Background(), kc.CoreV1().Secrets(o.Namespace), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,8 @@ func TestRefreshFailureNamesRoleNotSecrets(t *testing.T) {
 	var calls atomic.Int32
 	srv := fakeRolesAnywhere(t, &calls, true)
 	defer srv.Close()
-	_, err := RefreshOnce(context.Background(), fake.NewClientset(), options(t, srv.URL))
+	o := options(t, srv.URL)
+	_, err := RefreshOnce(context.Background(), fake.NewClientset().CoreV1().Secrets(o.Namespace), o)
 	if err == nil || !strings.Contains(err.Error(), "eue1-workload") {
 		t.Fatalf("err = %v", err)
 	}
@@ -129,7 +130,8 @@ func TestRunLogsNoCredential(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		done <- Run(ctx, fake.NewClientset(), options(t, srv.URL), slog.New(slog.NewJSONHandler(&logs, nil)))
+		o := options(t, srv.URL)
+		done <- Run(ctx, fake.NewClientset().CoreV1().Secrets(o.Namespace), o, slog.New(slog.NewJSONHandler(&logs, nil)))
 	}()
 	for calls.Load() == 0 {
 		time.Sleep(10 * time.Millisecond)
