@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
@@ -77,22 +79,34 @@ func ApplyOverlay(dir string, base []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", kpath, err)
 	}
-	// As m.AsYaml(), without its JSON → YAML parse per object.
+	// As m.AsYaml(), which per object writes the YAML node out, parses it
+	// back, encodes JSON and has sigs.k8s.io/yaml parse that again; here the
+	// node is decoded once and marshalled (see yaml.go), byte-identical.
 	var out bytes.Buffer
 	for i, r := range m.Resources() {
-		j, err := r.MarshalJSON()
-		if err == nil {
-			var y []byte
-			if y, err = jsonToYAML(j); err == nil {
-				if i > 0 {
-					out.WriteString("---\n")
-				}
-				out.Write(y)
-			}
-		}
+		y, err := resourceYAML(r)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %v", kpath, r.CurId(), err)
 		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(y)
 	}
 	return bytes.TrimSpace(out.Bytes()), nil
+}
+
+// resourceYAML is (*resource.Resource).AsYAML: the object as sigs.k8s.io/yaml
+// prints it.
+func resourceYAML(r *resource.Resource) ([]byte, error) {
+	if m, err := r.Map(); err == nil {
+		if v, ok := integers(m); ok {
+			return yamlv2.Marshal(v)
+		}
+	}
+	j, err := r.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return jsonToYAML(j)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"unicode/utf8"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
@@ -47,9 +48,11 @@ func jsonToYAML(j []byte) ([]byte, error) {
 // prints without an exponent.
 const maxExact = 1 << 53
 
-// integers turns the numbers of a JSON-decoded value into the int64 the YAML
-// parser would have read, in place. It reports false when a number is not an
-// integer within ±2^53, or a value is of a type JSON decoding does not produce.
+// integers turns the numbers of a JSON- or YAML-decoded value into the int64
+// the YAML parser would have read from its JSON, in place. It reports false
+// when a number is not an integer within ±2^53, a string is not UTF-8, or a
+// value is of another type (a map with non-string keys, a timestamp), whose
+// trip through JSON is not plainly the same.
 func integers(x any) (any, bool) {
 	switch t := x.(type) {
 	case map[string]any:
@@ -83,7 +86,12 @@ func integers(x any) (any, bool) {
 		return i, true
 	case int64:
 		return t, true
-	case string, bool, nil:
+	case int: // from a YAML decode
+		return int64(t), true
+	case string:
+		// json.Marshal would replace invalid UTF-8; the YAML library would not.
+		return t, utf8.ValidString(t)
+	case bool, nil:
 		return t, true
 	}
 	return nil, false

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -41,6 +43,65 @@ func TestYAMLMatchesJSONToYAML(t *testing.T) {
 		}
 		if string(got) != string(want) {
 			t.Errorf("objectYAML(%s) =\n%s\nwant\n%s", d, got, want)
+		}
+	}
+}
+
+// resourceYAML must print each kustomize resource as (*resource.Resource).AsYAML does.
+func TestResourceYAMLMatchesAsYAML(t *testing.T) {
+	base := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: tricky
+  annotations: {a: "1", b: "true", c: "2026-11-30T10:00:00Z"}
+data:
+  int: "8"
+  multi: |
+    line one
+    line two: {{ .x }}
+  html: "<b>&</b>"
+---
+apiVersion: example.com/v1
+kind: Thing
+metadata:
+  name: numbers
+spec:
+  int: 8
+  big: 9007199254740993
+  float: 1.5
+  floatInt: 2.0
+  neg: -3
+  exp: 1e3
+  bool: true
+  word: yes
+  nothing: null
+  empty: {}
+  list: [1, "2", 3.25, {k: v}]
+  stamp: 2026-11-30T10:00:00Z
+  long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa bbbbbbbbbbbbbbbbbb
+`
+	mem := filesys.MakeFsInMemory()
+	if err := mem.WriteFile("/app/kustomization.yaml", []byte("resources: [base.yaml]\ncommonAnnotations: {site: x}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.WriteFile("/app/base.yaml", []byte(base)); err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range m.Resources() {
+		want, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := resourceYAML(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("resourceYAML =\n%s\nAsYAML =\n%s", got, want)
 		}
 	}
 }
