@@ -254,8 +254,8 @@ func execute(name string, data any, cluster string) ([]Object, error) {
 	}
 	var out []Object
 	for i, part := range splitDocs(buf.Bytes()) {
-		var d doc
-		if err := yaml.UnmarshalStrict(part, &d); err != nil {
+		d, err := decodeDoc(part)
+		if err != nil {
 			return nil, fmt.Errorf("template %s produced invalid YAML in document %d: %w", name, i, err)
 		}
 		if d.Object == nil {

@@ -96,3 +96,94 @@ func integers(x any) (any, bool) {
 	}
 	return nil, false
 }
+
+// decodeDoc is sigs.k8s.io/yaml.UnmarshalStrict(part, &d) without its trip
+// through JSON (YAML → object → JSON → doc): the YAML parser's object is
+// converted to what that trip yields (string keys, float64 numbers). Anything
+// else — another key in the wrapper, a non-string key, a value JSON would
+// change or reject — takes UnmarshalStrict itself, for its result and error.
+func decodeDoc(part []byte) (doc, error) {
+	var raw any
+	if err := yamlv2.UnmarshalStrict(part, &raw); err == nil {
+		if d, ok := fastDoc(raw); ok {
+			return d, nil
+		}
+	}
+	var d doc
+	err := yaml.UnmarshalStrict(part, &d)
+	return d, err
+}
+
+func fastDoc(raw any) (doc, bool) {
+	var d doc
+	m, ok := raw.(map[any]any)
+	if !ok {
+		return d, false
+	}
+	for k, v := range m {
+		switch k {
+		case "boundary":
+			if d.Boundary, ok = v.(string); !ok {
+				return d, false
+			}
+		case "object":
+			if v == nil {
+				continue
+			}
+			o, ok := jsonLike(v)
+			if !ok {
+				return d, false
+			}
+			if d.Object, ok = o.(map[string]any); !ok {
+				return d, false
+			}
+		default:
+			return d, false
+		}
+	}
+	return d, true
+}
+
+// jsonLike converts a value of the YAML parser to what json.Marshal and then
+// json.Unmarshal into any would make of it; false where that is not plain.
+func jsonLike(x any) (any, bool) {
+	switch t := x.(type) {
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, v := range t {
+			ks, ok := k.(string)
+			if !ok {
+				return nil, false
+			}
+			c, ok := jsonLike(v)
+			if !ok {
+				return nil, false
+			}
+			out[ks] = c
+		}
+		return out, true
+	case []any:
+		out := make([]any, len(t))
+		for i, v := range t {
+			c, ok := jsonLike(v)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	case string:
+		return t, utf8.ValidString(t)
+	case int:
+		return float64(t), true
+	case int64:
+		return float64(t), true
+	case uint64:
+		return float64(t), true
+	case float64:
+		return t, !math.IsNaN(t) && !math.IsInf(t, 0)
+	case bool, nil:
+		return t, true
+	}
+	return nil, false
+}

@@ -105,3 +105,36 @@ spec:
 		}
 	}
 }
+
+// decodeDoc must agree with sigs.k8s.io/yaml.UnmarshalStrict, results and errors.
+func TestDecodeDocMatchesUnmarshalStrict(t *testing.T) {
+	docs := []string{
+		"boundary: identity\nobject:\n  kind: ConfigMap\n  data: {a: \"1\", b: 2, c: 2.5, d: 9007199254740993, e: -0.0, f: 1e3, g: true, h: null, i: [1, x, {y: z}]}\n",
+		"boundary: x\nobject:\n  stamp: 2026-11-30T10:00:00Z\n  date: 2026-11-30\n  on: yes\n  1: one\n",
+		"boundary: x\nobject: null\n",
+		"boundary: x\n",
+		"Boundary: x\nobject: {a: 1}\n",
+		"boundary: 3\nobject: {a: 1}\n",
+		"boundary: x\nobject: {a: 1}\nextra: 1\n",
+		"boundary: x\nobject: {a: 1, a: 2}\n",
+		"boundary: x\nobject: [1, 2]\n",
+		"boundary: x\nobject: {nan: .nan, inf: .inf}\n",
+		"boundary: x\nobject: {s: !!binary aGVsbG8=}\n",
+		"- not a map\n",
+		"boundary: [unclosed\n",
+	}
+	for _, in := range docs {
+		var want doc
+		wantErr := yaml.UnmarshalStrict([]byte(in), &want)
+		got, gotErr := decodeDoc([]byte(in))
+		if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+			t.Errorf("%q: error %v, want %v", in, gotErr, wantErr)
+			continue
+		}
+		wj, _ := json.Marshal(want)
+		gj, _ := json.Marshal(got)
+		if string(wj) != string(gj) {
+			t.Errorf("%q: decoded %s, want %s", in, gj, wj)
+		}
+	}
+}
