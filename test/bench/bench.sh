@@ -2,7 +2,8 @@
 # make bench: whole-process comparison of spokeforge render with helm template, kustomize
 # build and a floor (test/bench/runner), then the Go benchmarks (in-process render, Lua health
 # scripts beside Argo CD's built-in checks). Results: docs/benchmarks.md.
-# Usage: test/bench/bench.sh [ROUNDS]   (default 30; SPOKEFORGE_BENCH_GO=0 skips the Go benchmarks)
+# Usage: test/bench/bench.sh [ROUNDS]   (default 30; SPOKEFORGE_BENCH_GO=0 skips the Go benchmarks;
+#   SPOKEFORGE_BENCH_BASELINE=REV also times spokeforge built from git revision REV, e.g. main)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -23,9 +24,17 @@ mv "$work/floor/gpu-east-1.spoke.yaml" "$work/floor/out.yaml"
 printf 'module floor\n\ngo 1.24\n' >"$work/floor/go.mod"
 (cd "$work/floor" && go build -trimpath -ldflags "-s -w" -tags benchfloor -o "$work/floorbin" .)
 go build -o "$work/runner" ./test/bench/runner
+baseline=()
+if [ -n "${SPOKEFORGE_BENCH_BASELINE:-}" ]; then
+  say "building the baseline spokeforge from ${SPOKEFORGE_BENCH_BASELINE}"
+  rm -rf "$work/baseline-src" && mkdir -p "$work/baseline-src"
+  git archive "$SPOKEFORGE_BENCH_BASELINE" | tar -x -C "$work/baseline-src"
+  (cd "$work/baseline-src" && go build -trimpath -ldflags "-s -w" -o "$work/spokeforge-baseline" .)
+  baseline=(-baseline "$work/spokeforge-baseline")
+fi
 
 say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(go version | cut -d' ' -f3)"
-"$work/runner" -spokeforge "$work/spokeforge" -helm "$bin/helm" -kustomize "$bin/kustomize" -floor "$work/floorbin" -rounds "$rounds"
+"$work/runner" -spokeforge "$work/spokeforge" -helm "$bin/helm" -kustomize "$bin/kustomize" -floor "$work/floorbin" -rounds "$rounds" "${baseline[@]}"
 
 if [ "${SPOKEFORGE_BENCH_GO:-1}" != 0 ]; then
   say "Go benchmarks: in-process render and Lua health checks"

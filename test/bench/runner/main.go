@@ -67,6 +67,7 @@ func main() {
 		jsonOut  = flag.String("json", "", "also write the raw samples here")
 		onlyChk  = flag.Bool("check", false, "only check the contenders' output, measure nothing")
 		spokeDir = flag.String("cluster", "examples/gitops/clusters/gpu-east-1", "the spoke's cluster folder")
+		baseline = flag.String("baseline", "", "another spokeforge binary (e.g. built from main) to time beside this one")
 	)
 	flag.Parse()
 	if *measure {
@@ -90,6 +91,11 @@ func main() {
 		{Name: "floor", Args: []string{*floor}, Golden: golden, Note: "a Go binary that only prints the same bytes"},
 		{Name: "spokeforge version", Args: []string{*sf, "version"}, Note: "process start-up of the spokeforge binary"},
 		{Name: "spokeforge render, no overlay", Args: []string{*sf, "render", "examples/gitops/clusters/gpu-west-2"}, Golden: "examples/gitops/rendered/gpu-west-2.spoke.yaml", Note: "gpu-west-2 (no kustomization.yaml; other objects)"},
+	}
+	if *baseline != "" {
+		cs = append(cs,
+			Contender{Name: "baseline: spokeforge render", Args: []string{*baseline, "render", *spokeDir}, Golden: golden, Note: "the -baseline binary"},
+			Contender{Name: "baseline: spokeforge version", Args: []string{*baseline, "version"}, Note: "the -baseline binary"})
 	}
 	if err := check(cs); err != nil {
 		fmt.Fprintln(os.Stderr, "runner: check failed:", err)
