@@ -42,7 +42,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stderr)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(versionCmd(stdout), renderCmd(stdout, stderr), validateCmd(stdout, stderr), namesCmd(stdout, stderr), credentialsCmd(stderr), checkCmd(stdout, stderr), agentCmd(stderr), fakeAWSCmd(stdout), generatorCmd(stderr))
+	root.AddCommand(versionCmd(stdout), renderCmd(stdout, stderr), validateCmd(stdout, stderr), namesCmd(stdout, stderr))
+	root.AddCommand(spokeCommands(stdout, stderr)...)
 	err := root.Execute()
 	var ee exitError
 	switch {

@@ -1,3 +1,5 @@
+//go:build !cmponly
+
 package cli
 
 import (

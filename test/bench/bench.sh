@@ -19,6 +19,7 @@ say "checking the chart and the kustomize directory are generated from the golde
 
 say "building spokeforge (as the Dockerfile does), the floor and the runner"
 go build -trimpath -ldflags "-s -w" -o "$work/spokeforge" .
+go build -tags cmponly -trimpath -ldflags "-s -w" -o "$work/spokeforge-cmponly" .
 cp test/bench/floor/main.go examples/gitops/rendered/gpu-east-1.spoke.yaml "$work/floor/"
 mv "$work/floor/gpu-east-1.spoke.yaml" "$work/floor/out.yaml"
 printf 'module floor\n\ngo 1.24\n' >"$work/floor/go.mod"
@@ -34,7 +35,8 @@ if [ -n "${SPOKEFORGE_BENCH_BASELINE:-}" ]; then
 fi
 
 say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(go version | cut -d' ' -f3)"
-"$work/runner" -spokeforge "$work/spokeforge" -helm "$bin/helm" -kustomize "$bin/kustomize" -floor "$work/floorbin" -rounds "$rounds" "${baseline[@]}"
+"$work/runner" -spokeforge "$work/spokeforge" -helm "$bin/helm" -kustomize "$bin/kustomize" -floor "$work/floorbin" \
+  -cmponly "$work/spokeforge-cmponly" -rounds "$rounds" "${baseline[@]}"
 
 if [ "${SPOKEFORGE_BENCH_GO:-1}" != 0 ]; then
   say "Go benchmarks: in-process render and Lua health checks"

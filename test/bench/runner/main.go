@@ -68,6 +68,7 @@ func main() {
 		onlyChk  = flag.Bool("check", false, "only check the contenders' output, measure nothing")
 		spokeDir = flag.String("cluster", "examples/gitops/clusters/gpu-east-1", "the spoke's cluster folder")
 		baseline = flag.String("baseline", "", "another spokeforge binary (e.g. built from main) to time beside this one")
+		cmpOnly  = flag.String("cmponly", "", "spokeforge built with -tags cmponly (render, validate, names only)")
 	)
 	flag.Parse()
 	if *measure {
@@ -91,6 +92,11 @@ func main() {
 		{Name: "floor", Args: []string{*floor}, Golden: golden, Note: "a Go binary that only prints the same bytes"},
 		{Name: "spokeforge version", Args: []string{*sf, "version"}, Note: "process start-up of the spokeforge binary"},
 		{Name: "spokeforge render, no overlay", Args: []string{*sf, "render", "examples/gitops/clusters/gpu-west-2"}, Golden: "examples/gitops/rendered/gpu-west-2.spoke.yaml", Note: "gpu-west-2 (no kustomization.yaml; other objects)"},
+	}
+	if *cmpOnly != "" {
+		cs = append(cs,
+			Contender{Name: "spokeforge render, cmponly build", Args: []string{*cmpOnly, "render", *spokeDir}, Golden: golden, Note: "the same code built with -tags cmponly: no agent, check, credentials"},
+			Contender{Name: "spokeforge version, cmponly build", Args: []string{*cmpOnly, "version"}, Note: "start-up of the cmponly build"})
 	}
 	if *baseline != "" {
 		cs = append(cs,
@@ -119,6 +125,106 @@ func main() {
 		}
 	}
 	report(os.Stdout, cs, res, *rounds)
+	breakdown(os.Stdout, cs)
+}
+
+// breakdown runs each contender once more with its stdout on a full pipe, so it blocks in
+// its first write — after its work, as all of them print at the end — and reads its memory
+// from /proc there: peak RSS, and the current resident anonymous memory (heap, stacks) and
+// file pages (the mapped binary, which the page cache shares between runs and processes).
+func breakdown(w io.Writer, cs []Contender) {
+	fmt.Fprintln(w, "\nMemory at the first write of output (one run each), MiB:")
+	fmt.Fprintln(w, "\n| contender | peak RSS (VmHWM) | anonymous (RssAnon) | file-backed (RssFile) | binary size |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|")
+	for _, c := range cs {
+		m, err := snapshot(c.Args)
+		if err != nil {
+			fmt.Fprintf(w, "| %s | %v | | | |\n", c.Name, err)
+			continue
+		}
+		size := "?"
+		if st, err := os.Stat(c.Args[0]); err == nil {
+			size = fmt.Sprintf("%.1f", float64(st.Size())/(1<<20))
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %s |\n", c.Name, m["VmHWM"]/1024, m["RssAnon"]/1024, m["RssFile"]/1024, size)
+	}
+}
+
+func snapshot(args []string) (map[string]float64, error) {
+	r, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	fd := int(pw.Fd())
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return nil, err
+	}
+	fill := make([]byte, 4096)
+	for {
+		if _, err := syscall.Write(fd, fill); err != nil {
+			break // EAGAIN: the pipe is full
+		}
+	}
+	if err := syscall.SetNonblock(fd, false); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout = pw
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return nil, err
+	}
+	pw.Close()
+	pid := cmd.Process.Pid
+	var status map[string]float64
+	deadline := time.Now().Add(20 * time.Second)
+	for status == nil && time.Now().Before(deadline) {
+		if blockedInWrite(pid) {
+			status, err = procStatus(pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	go io.Copy(io.Discard, r)
+	werr := cmd.Wait()
+	if status == nil {
+		if err == nil {
+			err = fmt.Errorf("never blocked writing stdout")
+		}
+		return nil, err
+	}
+	return status, werr
+}
+
+// blockedInWrite reports whether a thread of pid sits in write(1, ...).
+func blockedInWrite(pid int) bool {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, t.Name()))
+		if err == nil && strings.HasPrefix(string(b), "1 0x1 ") {
+			return true
+		}
+	}
+	return false
+}
+
+func procStatus(pid int) (map[string]float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var kb float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%f kB", &kb); err == nil {
+			m[k] = kb
+		}
+	}
+	return m, nil
 }
 
 // check runs every contender once and compares its objects with its golden stream.
