@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -21,11 +22,14 @@ import (
 // TestBenchRepoServer times the real argocd-repo-server generating the example GPU spoke's
 // manifests: through the spokeforge CMP sidecar (repo-server → cmp-server → spokeforge render),
 // beside a plain directory-of-YAML source with the same objects and, when make bench has built
-// them (test/bench/build-tools.sh), helm and kustomize sources with the same objects. It calls
+// them (test/bench/build-tools.sh), helm and kustomize sources with the same objects; and the
+// CMP again with spokeforge built with -tags cmponly (render only). It calls
 // the repo-server's GenerateManifest gRPC directly with NoCache, so every call regenerates
 // (Argo CD caches manifests in Redis per revision), round-robin over the sources.
 //
-// Skipped unless SPOKEFORGE_E2E_BENCH is set; SPOKEFORGE_E2E_BENCH_ROUNDS (default 20).
+// Skipped unless SPOKEFORGE_E2E_BENCH is set; SPOKEFORGE_E2E_BENCH_ROUNDS (default 20);
+// SPOKEFORGE_E2E_BENCH_DISCOVER=1 runs the cmp-server with cmp/plugin.yaml plus a discover
+// rule; SPOKEFORGE_E2E_BENCH_OUT=FILE also writes the table to FILE.
 //
 //	SPOKEFORGE_E2E_BENCH=1 go test -tags e2e -count=1 -run TestBenchRepoServer -v ./test/e2e/
 func TestBenchRepoServer(t *testing.T) {
@@ -40,7 +44,26 @@ func TestBenchRepoServer(t *testing.T) {
 		}
 		rounds = n
 	}
-	h := StartHub(t, Options{})
+	var opts Options
+	if os.Getenv("SPOKEFORGE_E2E_BENCH_DISCOVER") != "" {
+		// cmp/plugin.yaml plus a discover rule: Argo CD then calls MatchRepository (the
+		// repository streamed to the sidecar once more) before every GenerateManifest.
+		dir := t.TempDir()
+		b, err := os.ReadFile(filepath.Join("..", "..", "cmp", "plugin.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := strings.Replace(string(b), "\n  parameters:\n", "\n  discover:\n    fileName: cluster.yaml\n  parameters:\n", 1)
+		if cfg == string(b) || strings.Contains(string(b), "\n  discover:") {
+			t.Fatal("cannot add a discover rule to cmp/plugin.yaml")
+		}
+		if err := os.WriteFile(filepath.Join(dir, "plugin.yaml"), []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts.PluginConfigDir = dir
+		t.Log("plugin.yaml with a discover rule (fileName: cluster.yaml)")
+	}
+	h := StartHub(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
@@ -80,13 +103,41 @@ func TestBenchRepoServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The cmp-server runs spokeforge from its PATH on each call: the harness's build, and a
+	// -tags cmponly build of the same code, swapped in (a symlink renamed over the name)
+	// before each call of the source that names it.
+	full := h.Spokeforge + ".full"
+	cmpOnly := h.Spokeforge + ".cmponly"
+	if err := os.Rename(h.Spokeforge, full); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "cmponly", "-o", cmpOnly, ".")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags cmponly: %v\n%s", err, out)
+	}
+	use := func(bin string) {
+		tmp := h.Spokeforge + ".link"
+		_ = os.Remove(tmp)
+		if err := os.Symlink(bin, tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, h.Spokeforge); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use(full)
+
 	type source struct {
 		name string
 		src  v1alpha1.ApplicationSource
+		bin  string // the spokeforge binary to put in place first, if any
 	}
+	plugin := v1alpha1.ApplicationSource{Path: "clusters/gpu-east-1", Plugin: &v1alpha1.ApplicationSourcePlugin{Name: "spokeforge"}}
 	sources := []source{
-		{"spokeforge CMP", v1alpha1.ApplicationSource{Path: "clusters/gpu-east-1", Plugin: &v1alpha1.ApplicationSourcePlugin{Name: "spokeforge"}}},
-		{"directory of YAML", v1alpha1.ApplicationSource{Path: "plain", Directory: &v1alpha1.ApplicationSourceDirectory{}}},
+		{"spokeforge CMP", plugin, full},
+		{"spokeforge CMP, cmponly build", plugin, cmpOnly},
+		{"directory of YAML", v1alpha1.ApplicationSource{Path: "plain", Directory: &v1alpha1.ApplicationSourceDirectory{}}, ""},
 	}
 	// helm and kustomize sources run the binaries the repo-server finds on its PATH: the
 	// ones make bench built, linked into the hub's PATH folder.
@@ -94,7 +145,15 @@ func TestBenchRepoServer(t *testing.T) {
 	if d := os.Getenv("SPOKEFORGE_BENCH_BIN"); d != "" {
 		benchBin = d
 	}
-	for _, tool := range []struct{ bin, name, path string }{{"helm", "helm chart", "chart"}, {"kustomize", "kustomize (static files)", "kustomize"}} {
+	// Their type is named in the source: left to detection, the repo-server would also ask the
+	// CMP's discover rule (MatchRepository, a tarball of the repository to the sidecar) first.
+	for _, tool := range []struct {
+		bin, name string
+		src       v1alpha1.ApplicationSource
+	}{
+		{"helm", "helm chart", v1alpha1.ApplicationSource{Path: "chart", Helm: &v1alpha1.ApplicationSourceHelm{}}},
+		{"kustomize", "kustomize (static files)", v1alpha1.ApplicationSource{Path: "kustomize", Kustomize: &v1alpha1.ApplicationSourceKustomize{}}},
+	} {
 		p := filepath.Join(benchBin, tool.bin)
 		if _, err := os.Stat(p); err != nil {
 			t.Logf("%s not in %s (run test/bench/build-tools.sh): no %s source", tool.bin, benchBin, tool.name)
@@ -103,7 +162,7 @@ func TestBenchRepoServer(t *testing.T) {
 		if err := os.Symlink(p, filepath.Join(h.PathDir, tool.bin)); err != nil {
 			t.Fatal(err)
 		}
-		sources = append(sources, source{tool.name, v1alpha1.ApplicationSource{Path: tool.path}})
+		sources = append(sources, source{tool.name, tool.src, ""})
 	}
 
 	closer, client, err := apiclient.NewRepoServerClientset(h.RepoServerAddr, 120, apiclient.TLSConfiguration{DisableTLS: true}).NewRepoServerClient()
@@ -133,6 +192,9 @@ func TestBenchRepoServer(t *testing.T) {
 		}
 	}
 	generate := func(s source, noCache bool) ([]string, time.Duration, error) {
+		if s.bin != "" {
+			use(s.bin)
+		}
 		start := time.Now()
 		resp, err := client.GenerateManifest(ctx, request(s, noCache))
 		d := time.Since(start)
