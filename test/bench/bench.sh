@@ -2,7 +2,8 @@
 # make bench: whole-process comparison of spokeforge render with helm template, kustomize
 # build and a floor (test/bench/runner), then the Go benchmarks (in-process render, Lua health
 # scripts beside Argo CD's built-in checks). Results: docs/benchmarks.md.
-# Usage: test/bench/bench.sh [ROUNDS]   (default 30; SPOKEFORGE_BENCH_GO=0 skips the Go benchmarks;
+# Usage: test/bench/bench.sh [ROUNDS]   (default 30; SPOKEFORGE_BENCH_GO=0 skips the Go benchmarks,
+#   SPOKEFORGE_BENCH_GENERATOR=1 adds the generator's;
 #   SPOKEFORGE_BENCH_BASELINE=REV also times spokeforge built from git revision REV, e.g. main)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -39,6 +40,9 @@ say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
   -cmponly "$work/spokeforge-cmponly" -rounds "$rounds" "${baseline[@]}"
 
 if [ "${SPOKEFORGE_BENCH_GO:-1}" != 0 ]; then
-  say "Go benchmarks: in-process render and Lua health checks"
-  go test -run '^$' -bench . -benchmem -count 1 ./...
+  pkgs=(./internal/cli ./lua)
+  # The generator's benchmarks (up to 10,000 clusters) take minutes: opt in.
+  if [ -n "${SPOKEFORGE_BENCH_GENERATOR:-}" ]; then pkgs+=(./generator); fi
+  say "Go benchmarks: in-process render, validate, Lua health checks (${pkgs[*]})"
+  go test -run '^$' -bench . -benchmem -count 1 "${pkgs[@]}"
 fi
