@@ -6,9 +6,10 @@
 // for Argo CD's default Lua sandbox: only the base, table, package and a safe
 // os (time/date, reachable through require("os")) libraries are opened, so the
 // scripts use neither string nor math. Shared helpers are kept in
-// lua/_lib/sfcore.lua and copied verbatim between "-- BEGIN sfcore" and
-// "-- END sfcore" markers into each script that needs them; the tests fail if
-// a copy drifts.
+// lua/_lib/sfcore.lua; `go run ./lua/gen` copies into each script, between
+// "-- BEGIN sfcore" and "-- END sfcore" markers, verbatim, the helpers it uses
+// (Argo CD compiles a script on every evaluation, so unused helpers cost); the
+// tests fail if a copy drifts.
 //
 // RenderComponent turns the scripts into the kustomize Component under
 // manifests/argocd-cm (a strategic-merge patch of the argocd-cm ConfigMap);

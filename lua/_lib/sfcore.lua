@@ -1,4 +1,4 @@
--- BEGIN sfcore (generated from lua/_lib/sfcore.lua; keep identical in every script)
+-- BEGIN sfcore (from lua/_lib/sfcore.lua by `go run ./lua/gen`: the helpers this script uses)
 -- Argo CD runs custom health scripts without the string and math libraries
 -- (only base, table, package and a safe os with time/date). Strings have no
 -- metatable there, so s:sub / s:find do not exist. The helpers below only use

@@ -1,5 +1,5 @@
-// Command gen regenerates the argocd-cm kustomize component in
-// manifests/argocd-cm from the health checks under lua/.
+// Command gen copies into each health check under lua/ the helpers of lua/_lib/sfcore.lua it
+// uses, then regenerates the argocd-cm kustomize component in manifests/argocd-cm from them.
 //
 // Run from the repository root:
 //
@@ -23,6 +23,24 @@ func main() {
 	scripts, err := sflua.LoadScripts(*src)
 	if err != nil {
 		log.Fatal(err)
+	}
+	lib, err := os.ReadFile(filepath.Join(*src, "_lib", "sfcore.lua"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for i, s := range scripts {
+		synced, err := sflua.SyncLib(string(lib), s.Source)
+		if err != nil {
+			log.Fatalf("%s: %v", s.Dir, err)
+		}
+		if synced != s.Source {
+			path := filepath.Join(s.Dir, "health.lua")
+			if err := os.WriteFile(path, []byte(synced), 0o644); err != nil {
+				log.Fatal(err)
+			}
+			log.Printf("wrote %s", path)
+			scripts[i].Source = synced
+		}
 	}
 	files, err := sflua.RenderComponent(scripts)
 	if err != nil {

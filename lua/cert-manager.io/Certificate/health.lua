@@ -15,7 +15,7 @@
 -- Runs in Argo CD's default sandbox (no string/math libraries) and never
 -- raises: every field is type-checked before use.
 
--- BEGIN sfcore (generated from lua/_lib/sfcore.lua; keep identical in every script)
+-- BEGIN sfcore (from lua/_lib/sfcore.lua by `go run ./lua/gen`: the helpers this script uses)
 -- Argo CD runs custom health scripts without the string and math libraries
 -- (only base, table, package and a safe os with time/date). Strings have no
 -- metatable there, so s:sub / s:find do not exist. The helpers below only use
@@ -75,54 +75,6 @@ local function sfBytes(s, limit)
     prefix = prefix .. CH[lo + 1]
   end
   return out
-end
-
--- sfLower folds ASCII A-Z in a byte array in place and returns it.
-local function sfLower(b)
-  for i = 1, #b do
-    if b[i] >= 65 and b[i] <= 90 then
-      b[i] = b[i] + 32
-    end
-  end
-  return b
-end
-
--- sfStartsWith reports whether string s begins with string p.
-local function sfStartsWith(s, p)
-  if type(s) ~= "string" or type(p) ~= "string" or #s < #p then
-    return false
-  end
-  local b = sfBytes(s, #p)
-  local parts = {}
-  for i = 1, #b do
-    parts[i] = CH[b[i] + 1]
-  end
-  return table.concat(parts) == p
-end
-
--- sfContainsAny reports whether the first `limit` bytes of s contain any of
--- the needles, ignoring ASCII case.
-local function sfContainsAny(s, needles, limit)
-  if type(s) ~= "string" then
-    return false
-  end
-  local hay = sfLower(sfBytes(s, limit))
-  for _, needle in ipairs(needles) do
-    local nb = sfLower(sfBytes(needle, 256))
-    local m = #nb
-    if m > 0 then
-      for i = 1, #hay - m + 1 do
-        local j = 1
-        while j <= m and hay[i + j - 1] == nb[j] do
-          j = j + 1
-        end
-        if j > m then
-          return true
-        end
-      end
-    end
-  end
-  return false
 end
 
 -- sfText converts a status field into a message string, truncating anything

@@ -16,7 +16,7 @@
 -- require("os"), the safe os with time/date) and never raises: every field is
 -- type-checked before use.
 
--- BEGIN sfcore (generated from lua/_lib/sfcore.lua; keep identical in every script)
+-- BEGIN sfcore (from lua/_lib/sfcore.lua by `go run ./lua/gen`: the helpers this script uses)
 -- Argo CD runs custom health scripts without the string and math libraries
 -- (only base, table, package and a safe os with time/date). Strings have no
 -- metatable there, so s:sub / s:find do not exist. The helpers below only use
@@ -86,19 +86,6 @@ local function sfLower(b)
     end
   end
   return b
-end
-
--- sfStartsWith reports whether string s begins with string p.
-local function sfStartsWith(s, p)
-  if type(s) ~= "string" or type(p) ~= "string" or #s < #p then
-    return false
-  end
-  local b = sfBytes(s, #p)
-  local parts = {}
-  for i = 1, #b do
-    parts[i] = CH[b[i] + 1]
-  end
-  return table.concat(parts) == p
 end
 
 -- sfContainsAny reports whether the first `limit` bytes of s contain any of

@@ -16,7 +16,7 @@
 -- Runs in Argo CD's default sandbox (no string/math libraries) and never
 -- raises: every field is type-checked before use.
 
--- BEGIN sfcore (generated from lua/_lib/sfcore.lua; keep identical in every script)
+-- BEGIN sfcore (from lua/_lib/sfcore.lua by `go run ./lua/gen`: the helpers this script uses)
 -- Argo CD runs custom health scripts without the string and math libraries
 -- (only base, table, package and a safe os with time/date). Strings have no
 -- metatable there, so s:sub / s:find do not exist. The helpers below only use
@@ -42,11 +42,6 @@ local CH = {
   "\224", "\225", "\226", "\227", "\228", "\229", "\230", "\231", "\232", "\233", "\234", "\235", "\236", "\237", "\238", "\239",
   "\240", "\241", "\242", "\243", "\244", "\245", "\246", "\247", "\248", "\249", "\250", "\251", "\252", "\253", "\254", "\255",
 }
-
--- sfFloor(x) is math.floor(x) built from the native % operator.
-local function sfFloor(x)
-  return x - x % 1
-end
 
 -- sfBytes returns the byte values of the first `limit` bytes of s. A byte is
 -- recovered by binary search: with p the already decoded prefix, p .. CH[b+1]
@@ -78,16 +73,6 @@ local function sfBytes(s, limit)
   return out
 end
 
--- sfLower folds ASCII A-Z in a byte array in place and returns it.
-local function sfLower(b)
-  for i = 1, #b do
-    if b[i] >= 65 and b[i] <= 90 then
-      b[i] = b[i] + 32
-    end
-  end
-  return b
-end
-
 -- sfStartsWith reports whether string s begins with string p.
 local function sfStartsWith(s, p)
   if type(s) ~= "string" or type(p) ~= "string" or #s < #p then
@@ -99,31 +84,6 @@ local function sfStartsWith(s, p)
     parts[i] = CH[b[i] + 1]
   end
   return table.concat(parts) == p
-end
-
--- sfContainsAny reports whether the first `limit` bytes of s contain any of
--- the needles, ignoring ASCII case.
-local function sfContainsAny(s, needles, limit)
-  if type(s) ~= "string" then
-    return false
-  end
-  local hay = sfLower(sfBytes(s, limit))
-  for _, needle in ipairs(needles) do
-    local nb = sfLower(sfBytes(needle, 256))
-    local m = #nb
-    if m > 0 then
-      for i = 1, #hay - m + 1 do
-        local j = 1
-        while j <= m and hay[i + j - 1] == nb[j] do
-          j = j + 1
-        end
-        if j > m then
-          return true
-        end
-      end
-    end
-  end
-  return false
 end
 
 -- sfText converts a status field into a message string, truncating anything
@@ -162,106 +122,6 @@ local function sfText(v)
     parts[i] = CH[b[i] + 1]
   end
   return table.concat(parts) .. "... (truncated, " .. tostring(n) .. " bytes)"
-end
-
--- sfDaysFromCivil converts a proleptic Gregorian date to days since 1970-01-01.
-local function sfDaysFromCivil(y, m, d)
-  if m <= 2 then
-    y = y - 1
-  end
-  local era = sfFloor(y / 400)
-  local yoe = y - era * 400
-  local mp = (m + 9) % 12
-  local doy = sfFloor((153 * mp + 2) / 5) + d - 1
-  local doe = yoe * 365 + sfFloor(yoe / 4) - sfFloor(yoe / 100) + doy
-  return era * 146097 + doe - 719468
-end
-
--- sfParseTime parses an RFC 3339 timestamp ("2026-01-01T00:00:00Z",
--- optional fraction, "Z" or "+hh:mm"/"-hh:mm") into Unix seconds, or nil.
-local function sfParseTime(s)
-  if type(s) ~= "string" or #s < 20 or #s > 64 then
-    return nil
-  end
-  local b = sfBytes(s, 64)
-  local function num(i, j)
-    local v = 0
-    for k = i, j do
-      local c = b[k]
-      if c == nil or c < 48 or c > 57 then
-        return nil
-      end
-      v = v * 10 + (c - 48)
-    end
-    return v
-  end
-  if b[5] ~= 45 or b[8] ~= 45 or (b[11] ~= 84 and b[11] ~= 116 and b[11] ~= 32) or b[14] ~= 58 or b[17] ~= 58 then
-    return nil
-  end
-  local y, mo, d = num(1, 4), num(6, 7), num(9, 10)
-  local h, mi, se = num(12, 13), num(15, 16), num(18, 19)
-  if y == nil or mo == nil or d == nil or h == nil or mi == nil or se == nil then
-    return nil
-  end
-  if mo < 1 or mo > 12 or d < 1 or d > 31 or h > 23 or mi > 59 or se > 60 then
-    return nil
-  end
-  local i = 20
-  if b[i] == 46 then
-    i = i + 1
-    while b[i] ~= nil and b[i] >= 48 and b[i] <= 57 do
-      i = i + 1
-    end
-  end
-  local offset = 0
-  if (b[i] == 90 or b[i] == 122) and i == #b then
-    offset = 0
-  elseif (b[i] == 43 or b[i] == 45) and i + 5 == #b and b[i + 3] == 58 then
-    local oh, om = num(i + 1, i + 2), num(i + 4, i + 5)
-    if oh == nil or om == nil or oh > 23 or om > 59 then
-      return nil
-    end
-    offset = oh * 3600 + om * 60
-    if b[i] == 45 then
-      offset = -offset
-    end
-  else
-    return nil
-  end
-  return sfDaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset
-end
-
--- sfFormatTime renders Unix seconds as an RFC 3339 UTC timestamp.
-local function sfFormatTime(t)
-  local function pad(v, w)
-    local s = tostring(v)
-    while #s < w do
-      s = "0" .. s
-    end
-    return s
-  end
-  t = sfFloor(t)
-  local days = sfFloor(t / 86400)
-  local secs = t - days * 86400
-  local z = days + 719468
-  local era = sfFloor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = sfFloor((doe - sfFloor(doe / 1460) + sfFloor(doe / 36524) - sfFloor(doe / 146096)) / 365)
-  local y = yoe + era * 400
-  local doy = doe - (365 * yoe + sfFloor(yoe / 4) - sfFloor(yoe / 100))
-  local mp = sfFloor((5 * doy + 2) / 153)
-  local d = doy - sfFloor((153 * mp + 2) / 5) + 1
-  local m = mp + 3
-  if mp >= 10 then
-    m = mp - 9
-  end
-  if m <= 2 then
-    y = y + 1
-  end
-  local h = sfFloor(secs / 3600)
-  local mi = sfFloor((secs - h * 3600) / 60)
-  local se = secs - h * 3600 - mi * 60
-  return pad(y, 4) .. "-" .. pad(m, 2) .. "-" .. pad(d, 2) .. "T" .. pad(h, 2) .. ":" .. pad(mi, 2) .. ":" .. pad(se, 2) .. "Z"
 end
 
 -- sfConditions returns the condition tables of obj.status.conditions as an
