@@ -22,8 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/spokeforge/spokeforge/cmp/render"
 	"github.com/spokeforge/spokeforge/healthchecks"
@@ -72,19 +70,8 @@ func (f *awsFlags) config(ctx context.Context) (aws.Config, healthchecks.Identit
 	return cfg, healthchecks.Identity{Certificate: f.certificate, PrivateKey: f.privateKey, Endpoint: ra}, path, nil
 }
 
-// restConfig uses the kubeconfig if given, else in-cluster, else the default loading rules.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	return cfg, nil
-}
-
 func clients(kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
-	cfg, err := restConfig(kubeconfig)
+	cfg, err := kubeConfig(kubeconfig)
 	if err != nil {
 		return nil, nil, err
 	}
