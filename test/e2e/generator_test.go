@@ -281,7 +281,13 @@ func field(obj map[string]any, path string) string {
 	return s
 }
 
-func placements(t *testing.T, ctx context.Context, base, token string) map[string]string {
+// placementsBody is the answer of /api/v1/placements, as far as the test reads it.
+type placementsBody struct {
+	Zones []struct{ Zone, Outcome, Reason string }
+	Repo  json.RawMessage
+}
+
+func getPlacements(t *testing.T, ctx context.Context, base, token string) placementsBody {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/placements", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -291,14 +297,18 @@ func placements(t *testing.T, ctx context.Context, base, token string) map[strin
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var body struct {
-		Zones []struct{ Zone, Outcome, Reason string }
-	}
+	var body placementsBody
 	if err := json.Unmarshal(b, &body); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("placements: %d %s %v", resp.StatusCode, b, err)
 	}
+	return body
+}
+
+// placements returns every zone's decision and reason.
+func placements(t *testing.T, ctx context.Context, base, token string) map[string]string {
+	t.Helper()
 	out := map[string]string{}
-	for _, z := range body.Zones {
+	for _, z := range getPlacements(t, ctx, base, token).Zones {
 		out[z.Zone] = z.Outcome + ": " + z.Reason
 	}
 	t.Logf("placements: %v", out)
@@ -308,18 +318,7 @@ func placements(t *testing.T, ctx context.Context, base, token string) map[strin
 // repoStatus returns the repo part of /api/v1/placements as JSON.
 func repoStatus(t *testing.T, ctx context.Context, base, token string) string {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/placements", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct{ Repo json.RawMessage }
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	return string(body.Repo)
+	return string(getPlacements(t, ctx, base, token).Repo)
 }
 
 func post(t *testing.T, ctx context.Context, url, token string) {
