@@ -64,8 +64,6 @@ func (h *Hub) StartSpokeAgent(ctx context.Context, cluster, recordDir string, in
 		return nil, err
 	}
 	sa := &SpokeAgent{AWSURL: "http://" + awsAddr}
-	sa.AWSEnv = []string{"AWS_ENDPOINT_URL=" + sa.AWSURL, "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
 
 	ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", cluster)
 	if err != nil {
@@ -75,7 +73,7 @@ func (h *Hub) StartSpokeAgent(ctx context.Context, cluster, recordDir string, in
 	if err != nil {
 		return nil, fmt.Errorf("Onboarding %s spec: %w", cluster, err)
 	}
-	sa.AWSEnv = append(sa.AWSEnv, "AWS_REGION="+spec.Region)
+	sa.AWSEnv = fakeAWSEnv(sa.AWSURL, spec.Region)
 	for _, g := range spec.GPUNodes {
 		if err := registerNode(ctx, h.Spoke, g.Node, g.Product, g.Count, g.MIGStrategy); err != nil {
 			return nil, err
@@ -85,21 +83,36 @@ func (h *Hub) StartSpokeAgent(ctx context.Context, cluster, recordDir string, in
 	if err != nil {
 		return nil, err
 	}
+	sa.Agent, sa.MetricsAddr, err = h.runAgent(ctx, cluster, interval, crt, key, sa.AWSEnv)
+	return sa, err
+}
+
+// fakeAWSEnv points the AWS SDK at the fake endpoint and away from any configuration of this
+// machine.
+func fakeAWSEnv(url, region string) []string {
+	return []string{"AWS_ENDPOINT_URL=" + url, "AWS_REGION=" + region, "AWS_EC2_METADATA_DISABLED=true",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
+}
+
+// runAgent starts `spokeforge agent` for the Onboarding cluster with exactly the rendered agent
+// RBAC (it impersonates the agent's ServiceAccount) and waits for its metrics endpoint.
+func (h *Hub) runAgent(ctx context.Context, cluster string, interval time.Duration, crt, key string, env []string) (*Process, string, error) {
 	kubeconfig, err := impersonatingKubeconfig(h, AgentServiceAccount)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if sa.MetricsAddr, err = freeAddr(); err != nil {
-		return nil, err
-	}
-	sa.Agent, err = h.run(procSpec{name: "spokeforge-agent", path: h.Spokeforge, args: []string{
-		"agent", "--onboarding=" + cluster, "--interval=" + interval.String(), "--debounce=500ms", "--call-timeout=1s",
-		"--kubeconfig", kubeconfig, "--certificate", crt, "--private-key", key, "--metrics-addr", sa.MetricsAddr,
-	}, env: sa.AWSEnv})
+	metricsAddr, err := freeAddr()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return sa, waitFor(ctx, sa.Agent, "/metrics on "+sa.MetricsAddr, 30*time.Second, httpOK("http://"+sa.MetricsAddr+"/metrics"))
+	p, err := h.run(procSpec{name: "spokeforge-agent", path: h.Spokeforge, args: []string{
+		"agent", "--onboarding=" + cluster, "--interval=" + interval.String(), "--debounce=500ms", "--call-timeout=1s",
+		"--kubeconfig", kubeconfig, "--certificate", crt, "--private-key", key, "--metrics-addr", metricsAddr,
+	}, env: env})
+	if err != nil {
+		return nil, "", err
+	}
+	return p, metricsAddr, waitFor(ctx, p, "/metrics on "+metricsAddr, 30*time.Second, httpOK("http://"+metricsAddr+"/metrics"))
 }
 
 // registerNode plays the kubelet, the NVIDIA device plugin and NFD for one GPU node of the

@@ -19,9 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awscreds "github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
@@ -128,7 +125,9 @@ func TestOnboarding(t *testing.T) {
 		t.Fatal(err)
 	}
 	StartStandInControllers(ctx, h.Spoke)
-	registerGPUNode(ctx, t, h)
+	if err := registerNode(ctx, h.Spoke, "gpu-e2e-01", "NVIDIA-A100-SXM4-80GB", 8, "none"); err != nil {
+		t.Fatal(err)
+	}
 
 	syncStart := time.Now()
 	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "240"); err != nil {
@@ -137,21 +136,9 @@ func TestOnboarding(t *testing.T) {
 	t.Logf("spoke synced in %s", time.Since(syncStart).Round(time.Millisecond))
 
 	// The agent, with exactly the rendered RBAC.
-	agentKubeconfig, err := impersonatingKubeconfig(h, "system:serviceaccount:spokeforge-system:spokeforge-agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	awsEnv := []string{"AWS_ENDPOINT_URL=" + awsURL, "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
-		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
-	metricsAddr, err := freeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	awsEnv := fakeAWSEnv(awsURL, "us-east-1")
 	agentStart := time.Now()
-	agentProc, err := h.run(procSpec{name: "spokeforge-agent", path: h.Spokeforge, args: []string{
-		"agent", "--onboarding=e2e-gpu", "--interval=5s", "--debounce=500ms", "--call-timeout=1s", "--kubeconfig", agentKubeconfig,
-		"--certificate", crt, "--private-key", key, "--metrics-addr", metricsAddr,
-	}, env: awsEnv})
+	agentProc, metricsAddr, err := h.runAgent(ctx, "e2e-gpu", 5*time.Second, crt, key, awsEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,22 +332,4 @@ func waitOnboardingHealth(ctx context.Context, h *Hub, app, want string, timeout
 		}
 	}
 	return "", fmt.Errorf("Application %s: Onboarding not %s within %s; last %q", app, want, timeout, last)
-}
-
-// registerGPUNode plays the kubelet, the NVIDIA device plugin and NFD for
-// the record's GPU node: the Node with its allocatable GPUs and the labels
-// the rendered NodeFeatureRule applies.
-func registerGPUNode(ctx context.Context, t *testing.T, h *Hub) {
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gpu-e2e-01", Labels: map[string]string{
-		"spokeforge.io/gpu.product": "NVIDIA-A100-SXM4-80GB", "spokeforge.io/gpu.count": "8", "spokeforge.io/gpu.mig-strategy": "none",
-		"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}}
-	created, err := h.Spoke.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created.Status.Allocatable = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8"), corev1.ResourceCPU: resource.MustParse("64")}
-	created.Status.Capacity = created.Status.Allocatable
-	if _, err := h.Spoke.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
