@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end suite (test/e2e) needs, idempotently:
-#   - Debian packages etcd-server, redis-server, git (apt-get; needs root or sudo)
+#   - Debian packages etcd-server, redis-server, git, gcc (apt-get; needs root or sudo)
 #   - kube-apiserver v1.31.0, built from the tools module test/e2e/tools, and the Argo CD
 #     v2.14.21 multi-call binary, built from test/e2e/tools/argocd (two modules: in one, MVS
 #     gives kube-apiserver Argo CD's newer structured-merge-diff and server-side apply
@@ -22,6 +22,8 @@ need=()
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v git >/dev/null 2>&1 || need+=(git)
+# cgo (the Roles Anywhere signing helper in spokeforge) needs a C compiler.
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 if ((${#need[@]})); then
   sudo=""
   if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
@@ -36,7 +38,7 @@ if ((${#need[@]})); then
     fi
   done
 else
-  say "Debian packages present: etcd-server redis-server git"
+  say "Debian packages present: etcd-server redis-server git gcc"
 fi
 
 # --- binaries --------------------------------------------------------------------------
