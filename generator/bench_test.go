@@ -17,7 +17,7 @@ import (
 // allowlisting 50 clusters, and 5 zones per cluster (25 products of 10 zones per org). Of
 // each product's zones one runs on the management cluster, one names a cluster outside the
 // org's allowlist, the rest an allowlisted cluster.
-func synthRepo(clusters int) *recordFS {
+func synthRepo(clusters int) *repo.MemFS {
 	m := map[string][]byte{}
 	for i := 0; i < clusters; i++ {
 		m[fmt.Sprintf("clusters/c%05d/cluster.yaml", i)] = []byte(fmt.Sprintf(`apiVersion: spokeforge.io/v1alpha1
@@ -71,7 +71,7 @@ spec:
 			m[fmt.Sprintf("products/o%03d/p%02d.yaml", o, p)] = []byte(b.String())
 		}
 	}
-	return newRecordFS(m)
+	return repo.NewMemFS(m)
 }
 
 // synthHub registers 4 clusters in 5 (Secret and Healthy spoke Application).

@@ -263,7 +263,7 @@ func (g *GitSource) readDir() (string, fs.FS, error) {
 			sum.Write(b)
 		}
 	}
-	return "dir-" + hex.EncodeToString(sum.Sum(nil))[:12], newRecordFS(files), nil
+	return "dir-" + hex.EncodeToString(sum.Sum(nil))[:12], repo.NewMemFS(files), nil
 }
 
 func readLimited(fsys fs.FS, name string) ([]byte, error) {
@@ -364,7 +364,7 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 	if err != nil {
 		return "", nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	return h.String(), newRecordFS(files), nil
+	return h.String(), repo.NewMemFS(files), nil
 }
 
 // auth builds the transport credentials from their files.

@@ -5,11 +5,16 @@
 package record
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -23,14 +28,15 @@ type Error struct {
 }
 
 func (e Error) Error() string {
+	msg := Redact(e.Msg)
 	loc := e.File
 	if e.Line > 0 {
 		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
 	}
 	if e.Path == "" {
-		return fmt.Sprintf("%s: %s", loc, e.Msg)
+		return fmt.Sprintf("%s: %s", loc, msg)
 	}
-	return fmt.Sprintf("%s: %s: %s", loc, e.Path, e.Msg)
+	return fmt.Sprintf("%s: %s: %s", loc, e.Path, msg)
 }
 
 // Errors is a list of Error that is itself an error.
@@ -67,13 +73,29 @@ type Document struct {
 	Root       *yaml.Node
 	APIVersion string
 	Kind       string
+	// Secret reports the field paths whose values (and keys) may hold a
+	// credential: errors there never repeat what was written.
+	Secret func(path string) bool
 }
 
-// Parse reads exactly one YAML document from data.
+// Parse reads exactly one YAML document from data: a second document is
+// an error naming its line, never silently ignored.
 func Parse(file string, data []byte) (*Document, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, Error{File: file, Msg: "empty document"}
+		}
 		return nil, Error{File: file, Line: yamlErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, Error{File: file, Line: yamlErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
+	default:
+		return nil, Error{File: file, Line: next.Line, Msg: "a second YAML document starts here: a record file holds exactly one document"}
 	}
 	if root.Kind == 0 || len(root.Content) == 0 {
 		return nil, Error{File: file, Msg: "empty document"}
@@ -97,7 +119,10 @@ func Parse(file string, data []byte) (*Document, error) {
 // Decode decodes the document into out (a pointer to a struct with json
 // tags), returning the line of every field and all decoding errors.
 func (d *Document) Decode(out any) (Lines, error) {
-	dec := decoder{file: d.File, lines: Lines{"": d.Root.Line}}
+	dec := decoder{file: d.File, lines: Lines{"": d.Root.Line}, secret: d.Secret}
+	if dec.secret == nil {
+		dec.secret = func(string) bool { return false }
+	}
 	dec.value(d.Root, reflect.ValueOf(out).Elem(), "")
 	if len(dec.errs) > 0 {
 		return nil, dec.errs
@@ -106,9 +131,49 @@ func (d *Document) Decode(out any) (Lines, error) {
 }
 
 type decoder struct {
-	file  string
-	lines Lines
-	errs  Errors
+	file   string
+	lines  Lines
+	errs   Errors
+	secret func(string) bool
+}
+
+// describeAt describes n for an error at path, without its value where
+// the value may be a credential.
+func (d *decoder) describeAt(n *yaml.Node, path string) string {
+	if d.secret(path) && n.Kind == yaml.ScalarNode {
+		return "a " + strings.TrimPrefix(n.Tag, "!!") + " (value not repeated)"
+	}
+	return describe(n)
+}
+
+// text checks a scalar that becomes a string: printable, single-line.
+func (d *decoder) text(n *yaml.Node, path, what string) bool {
+	if i, r, bad := ControlChar(n.Value); bad {
+		if d.secret(path) {
+			d.fail(n, path, "%s contains a control or invisible character; only printable text is accepted", what)
+		} else {
+			d.fail(n, path, "%s contains the control or invisible character %U at byte %d; only printable single-line text is accepted", what, r, i)
+		}
+		return false
+	}
+	return true
+}
+
+// ControlChar finds the first character no record value may hold: C0 and
+// C1 controls (newline and tab included), line and paragraph separators,
+// bidirectional overrides and the byte-order mark, which can make text
+// read differently from what it is.
+func ControlChar(s string) (int, rune, bool) {
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			return i, r, true
+		case unicode.IsControl(r), r == '\u2028', r == '\u2029', r == '\ufeff',
+			r >= '\u202a' && r <= '\u202e', r >= '\u2066' && r <= '\u2069', r == '\u200e', r == '\u200f':
+			return i, r, true
+		}
+	}
+	return 0, 0, false
 }
 
 func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
@@ -157,6 +222,13 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+				d.fail(k, path, "keys must be strings, got %s", d.describeAt(k, path))
+				continue
+			}
+			if !d.text(k, path, "a key") {
+				continue
+			}
 			if prev, dup := seen[k.Value]; dup {
 				d.fail(k, join(path, k.Value), "duplicate key (first at line %d)", prev)
 				continue
@@ -168,6 +240,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.Set(m)
 	case reflect.Interface:
+		if !d.plain(n, path) {
+			return
+		}
 		var x any
 		if err := n.Decode(&x); err != nil {
 			d.fail(n, path, "%s", cleanYAMLErr(err))
@@ -176,20 +251,22 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(reflect.ValueOf(&x).Elem())
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
-			d.fail(n, path, "expected a string, got %s (quote it)", describe(n))
+			d.fail(n, path, "expected a string, got %s (quote it)", d.describeAt(n, path))
 			return
 		}
-		v.SetString(n.Value)
+		if d.text(n, path, "the value") {
+			v.SetString(n.Value)
+		}
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			d.fail(n, path, "expected true or false, got %s", describe(n))
+			d.fail(n, path, "expected true or false, got %s", d.describeAt(n, path))
 			return
 		}
 		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
 	case reflect.Int:
 		i, err := strconv.ParseInt(n.Value, 10, 64)
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" || err != nil {
-			d.fail(n, path, "expected an integer, got %s", describe(n))
+			d.fail(n, path, "expected an integer, got %s", d.describeAt(n, path))
 			return
 		}
 		v.SetInt(i)
@@ -222,12 +299,38 @@ func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
 		seen[k.Value] = k.Line
 		idx, ok := fields[k.Value]
 		if !ok {
+			if d.secret(fp) || !d.text(k, path, "a field name") {
+				d.fail(k, path, "unknown field at line %d, name not repeated (known: %s)", k.Line, strings.Join(names, ", "))
+				continue
+			}
 			d.fail(k, fp, "unknown field (known: %s)", strings.Join(names, ", "))
 			continue
 		}
 		d.value(val, v.Field(idx), fp)
 	}
 }
+
+// plain checks every scalar of a free-form value (keys included) as text.
+func (d *decoder) plain(n *yaml.Node, path string) bool {
+	if n.Kind == yaml.ScalarNode {
+		return d.text(n, path, "a value")
+	}
+	ok := true
+	for _, c := range n.Content {
+		ok = d.plain(c, path) && ok
+	}
+	return ok
+}
+
+// Redact removes the user information (user:password@) from every URL in s.
+func Redact(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	return userinfoRE.ReplaceAllString(s, "${1}***@")
+}
+
+var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@`)
 
 func describe(n *yaml.Node) string {
 	switch n.Kind {

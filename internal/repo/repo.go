@@ -6,13 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
+	"path"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/record"
+	"github.com/spokeforge/spokeforge/internal/safefile"
 	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
@@ -29,25 +31,9 @@ type Repo struct {
 // MaxRecordBytes bounds one record file; a record is a few KiB.
 const MaxRecordBytes = 1 << 20
 
-func readFile(fsys fs.FS, name string) ([]byte, error) {
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if st.Size() > MaxRecordBytes {
-		return nil, fmt.Errorf("file is %d bytes; a record is at most %d", st.Size(), MaxRecordBytes)
-	}
-	return fs.ReadFile(fsys, name)
-}
-
 // decode parses file from fsys into out; display is the name used in errors.
 func decode(fsys fs.FS, name, display string, out any) (record.Lines, record.Errors) {
-	data, err := readFile(fsys, name)
+	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
@@ -58,12 +44,20 @@ func decode(fsys fs.FS, name, display string, out any) (record.Lines, record.Err
 	return DecodeBytes(display, data, out)
 }
 
+// SecretField reports the record fields that may hold a credential (the
+// refused inline forms under spec.connection.credentials): no message
+// repeats their values.
+func SecretField(path string) bool {
+	return strings.HasPrefix(path, "spec.connection.credentials")
+}
+
 // DecodeBytes parses one record from data.
 func DecodeBytes(display string, data []byte, out any) (record.Lines, record.Errors) {
 	doc, err := record.Parse(display, data)
 	if err != nil {
 		return nil, asErrors(err)
 	}
+	doc.Secret = SecretField
 	lines, err := doc.Decode(out)
 	if err != nil {
 		return nil, asErrors(err)
@@ -90,36 +84,64 @@ func ParseCluster(display string, data []byte) (validate.ClusterEntry, record.Er
 	if errs != nil {
 		return validate.ClusterEntry{}, errs
 	}
-	return checkCluster(display, lines, &c)
+	return checkCluster(display, "", lines, &c)
 }
 
-func checkCluster(display string, lines record.Lines, c *v1alpha1.Cluster) (validate.ClusterEntry, record.Errors) {
+func checkCluster(display, dirName string, lines record.Lines, c *v1alpha1.Cluster) (validate.ClusterEntry, record.Errors) {
 	e := validate.ClusterEntry{Loc: validate.Loc{File: display, Lines: lines}, Cluster: c}
-	if errs := validate.Cluster(display, lines, c); len(errs) > 0 {
+	errs := validate.Cluster(display, lines, c)
+	// One identity per record: the directory names the cluster, so a record
+	// cannot render or be placed as another cluster than its path says.
+	if n := c.Metadata.Name; dirName != "" && n != "" && n != dirName {
+		errs = append(errs, record.Error{File: display, Line: lines.Line("metadata.name"), Path: "metadata.name",
+			Msg: fmt.Sprintf("%q differs from its directory clusters/%s: the directory must be named after the cluster", n, dirName)})
+	}
+	if len(errs) > 0 {
 		return e, errs
 	}
 	e.Names, _ = names.Derive(c)
 	return e, nil
 }
 
-// LoadCluster reads <dir>/cluster.yaml; errors name it as <displayDir>/cluster.yaml.
+// LoadCluster reads <dir>/cluster.yaml (a regular file inside dir, bounded);
+// errors name it as <displayDir>/cluster.yaml. The record's metadata.name
+// must equal dir's name.
 func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) {
 	display := filepath.ToSlash(filepath.Join(displayDir, ClusterFile))
+	data, err := safefile.Read(dir, ClusterFile, MaxRecordBytes)
+	if err != nil {
+		msg := reason(err)
+		if errors.Is(err, fs.ErrNotExist) {
+			msg = "file not found"
+		}
+		return validate.ClusterEntry{}, record.Errors{{File: display, Msg: msg}}
+	}
 	var c v1alpha1.Cluster
-	lines, errs := decode(os.DirFS(dir), ClusterFile, display, &c)
+	lines, errs := DecodeBytes(display, data, &c)
 	if errs != nil {
 		return validate.ClusterEntry{}, errs
 	}
-	return checkCluster(display, lines, &c)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return validate.ClusterEntry{}, record.Errors{{File: display, Msg: "cannot resolve its directory"}}
+	}
+	return checkCluster(display, filepath.Base(abs), lines, &c)
 }
 
-// Load reads every record of the repo at root and checks it, field by
-// field and across files. It returns all findings, sorted by file and line.
+// Load reads every record of the repo checked out at root (ReadFiles) and
+// checks it, field by field and across files. It returns all findings,
+// sorted by file and line.
 func Load(root string) (*Repo, record.Errors) {
-	return LoadFS(os.DirFS(root))
+	files, readErrs := ReadFiles(root)
+	r, errs := LoadFS(NewMemFS(files))
+	if len(readErrs) > 0 {
+		errs = sortErrors(append(errs, readErrs...))
+	}
+	return r, errs
 }
 
-// LoadFS is Load over any file system; file names in errors are relative to its root.
+// LoadFS is Load over files already read (ReadFiles, or a git tree); file
+// names in errors are relative to its root.
 func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
 	r := &Repo{}
 	var all record.Errors
@@ -132,11 +154,7 @@ func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
 		lines, errs := decode(fsys, f, f, &c)
 		if errs == nil {
 			var e validate.ClusterEntry
-			e, errs = checkCluster(f, lines, &c)
-			if dir := filepath.Base(filepath.Dir(f)); c.Metadata.Name != "" && dir != c.Metadata.Name {
-				errs = append(errs, record.Error{File: f, Line: lines.Line("metadata.name"), Path: "metadata.name",
-					Msg: fmt.Sprintf("%q differs from its directory clusters/%s", c.Metadata.Name, dir)})
-			}
+			e, errs = checkCluster(f, path.Base(path.Dir(f)), lines, &c)
 			r.Clusters = append(r.Clusters, e)
 		}
 		all = append(all, errs...)
@@ -145,16 +163,20 @@ func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
 		r.Orgs = append(r.Orgs, validate.OrgEntry{Loc: loc, Org: o})
 	})...)
 	all = append(all, loadEach(fsys, "products/*/*.yaml", validate.Product, func(loc validate.Loc, p *v1alpha1.Product) {
-		r.Products = append(r.Products, validate.ProductEntry{Loc: loc, Org: filepath.Base(filepath.Dir(loc.File)), Product: p})
+		r.Products = append(r.Products, validate.ProductEntry{Loc: loc, Org: path.Base(path.Dir(loc.File)), Product: p})
 	})...)
 	all = append(all, validate.CrossFile(r.Clusters, r.Orgs, r.Products)...)
+	return r, sortErrors(all)
+}
+
+func sortErrors(all record.Errors) record.Errors {
 	sort.SliceStable(all, func(i, j int) bool {
 		if all[i].File != all[j].File {
 			return all[i].File < all[j].File
 		}
 		return all[i].Line < all[j].Line
 	})
-	return r, all
+	return all
 }
 
 // loadEach decodes and checks every file matching glob, handing each

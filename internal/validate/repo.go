@@ -16,6 +16,7 @@ func Org(file string, lines record.Lines, o *v1alpha1.Organization) record.Error
 	c := &checker{file: file, lines: lines}
 	c.header(o.APIVersion, o.Kind, v1alpha1.KindOrganization)
 	c.nameIsFileName(o.Metadata.Name, 50)
+	c.labels(o.Metadata.Labels)
 	seen := map[string]int{}
 	for i, cl := range o.Spec.ClusterAllowlist {
 		p := fmt.Sprintf("spec.clusterAllowlist[%d]", i)
@@ -23,6 +24,9 @@ func Org(file string, lines record.Lines, o *v1alpha1.Organization) record.Error
 			c.fail(p, "%q already listed at index %d", cl, j)
 		}
 		seen[cl] = i
+		if !clusterNameRE.MatchString(cl) || len(cl) > MaxClusterName {
+			c.fail(p, "%q is not a cluster name", cl)
+		}
 	}
 	return c.errs
 }
@@ -32,6 +36,19 @@ func Product(file string, lines record.Lines, p *v1alpha1.Product) record.Errors
 	c := &checker{file: file, lines: lines}
 	c.header(p.APIVersion, p.Kind, v1alpha1.KindProduct)
 	c.nameIsFileName(p.Metadata.Name, 63)
+	c.labels(p.Metadata.Labels)
+	if src := p.Spec.Source; src != nil {
+		if src.RepoURL != "" {
+			if msg := RepoURLProblem(src.RepoURL); msg != "" {
+				c.fail("spec.source.repoURL", "%q %s", record.Redact(src.RepoURL), msg)
+			}
+		}
+		if src.TargetRevision != "" {
+			if msg := RevisionProblem(src.TargetRevision); msg != "" {
+				c.fail("spec.source.targetRevision", "%q %s", src.TargetRevision, msg)
+			}
+		}
+	}
 	if len(p.Spec.Delivery.Zones) == 0 {
 		c.fail("spec.delivery.zones", "list at least one zone")
 	}
@@ -42,8 +59,18 @@ func Product(file string, lines record.Lines, p *v1alpha1.Product) record.Errors
 		if z.Namespace != "" {
 			c.slug(zp+".namespace", z.Namespace, 63)
 		}
-		if z.Path != "" && (strings.HasPrefix(z.Path, "/") || strings.Contains(z.Path, "..")) {
-			c.fail(zp+".path", "%q must be a relative path inside the source repo", z.Path)
+		if z.Cluster != "" && (!clusterNameRE.MatchString(z.Cluster) || len(z.Cluster) > MaxClusterName) {
+			c.fail(zp+".cluster", "%q is not a cluster name", z.Cluster)
+		}
+		if z.Path != "" {
+			if msg := PathProblem(z.Path); msg != "" {
+				c.fail(zp+".path", "%q %s", z.Path, msg)
+			}
+		}
+		if z.ApplicationPath != "" {
+			if msg := PathProblem(z.ApplicationPath); msg != "" {
+				c.fail(zp+".applicationPath", "%q %s", z.ApplicationPath, msg)
+			}
 		}
 	}
 	return c.errs

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
+
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/names"
@@ -73,6 +76,7 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) record.Error
 	case !clusterNameRE.MatchString(name):
 		c.fail("metadata.name", "%q must be lowercase letters, digits and hyphens (no uppercase, no leading or trailing hyphen)", name)
 	}
+	c.labels(cl.Metadata.Labels)
 	s := cl.Spec
 	c.slug("spec.shortName", s.ShortName, 20)
 	c.slug("spec.account", s.Account, 32)
@@ -123,10 +127,7 @@ func (c *checker) connection(conn v1alpha1.Connection) {
 	case !conn.InCluster && conn.Server == "":
 		c.fail(p, "set inCluster: true or server (the API server URL Argo CD reaches)")
 	case conn.Server != "":
-		u, err := url.Parse(conn.Server)
-		if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil {
-			c.fail(p+".server", "%q must be an https URL with a host and no user info", conn.Server)
-		}
+		c.serverURL(p+".server", conn.Server)
 		if conn.Credentials == nil {
 			c.fail(p+".credentials", "required with server: say which credential type the hub stores (bearerToken or clientCertificate)")
 		}
@@ -155,11 +156,13 @@ func (c *checker) connection(conn v1alpha1.Connection) {
 	if cr.ClientKeyData != "" {
 		c.fail(cp+".clientKeyData", "inline key data would put a credential in git: store it in Secrets Manager under the cluster's secret path and reference it with secretName")
 	}
+	// Values under credentials are never repeated: a token pasted into
+	// the wrong field must not reach a CI log.
 	if cr.Type != "bearerToken" && cr.Type != "clientCertificate" {
-		c.fail(cp+".type", "must be bearerToken or clientCertificate, got %q", cr.Type)
+		c.fail(cp+".type", "must be bearerToken or clientCertificate (the value given is not repeated)")
 	}
-	if cr.SecretName != "" {
-		c.slug(cp+".secretName", cr.SecretName, 128)
+	if n := cr.SecretName; n != "" && (len(n) > 128 || !slugRE.MatchString(n)) {
+		c.fail(cp+".secretName", "must be at most 128 lowercase letters, digits and hyphens, starting and ending with a letter or digit: the name of a secret under the cluster's secret path, never the credential itself (the value given is not repeated)")
 	}
 }
 
@@ -192,13 +195,153 @@ func (c *checker) identity(s v1alpha1.ClusterSpec) {
 	}
 	if id.Issuer.Name == "" {
 		c.fail(p+".issuer.name", "required: the cert-manager issuer that signs the workload certificate")
-	}
-	if k := id.Issuer.Kind; k != "" && k != "ClusterIssuer" && k != "Issuer" {
-		c.fail(p+".issuer.kind", "must be ClusterIssuer or Issuer, got %q", k)
+	} else {
+		c.issuer(p+".issuer", id.Issuer)
 	}
 	if d := id.SessionDurationSeconds; d != 0 && (d < 900 || d > 43200) {
 		c.fail(p+".sessionDurationSeconds", "%d is outside Roles Anywhere's 900-43200 seconds", d)
 	}
+}
+
+// issuer checks a cert-manager issuerRef: a DNS-subdomain name and group,
+// and a kind that is ClusterIssuer or Issuer for cert-manager's own group,
+// or an identifier for an external issuer's group.
+func (c *checker) issuer(p string, ref v1alpha1.IssuerRef) {
+	if ref.Name == "" {
+		c.fail(p+".name", "required")
+	} else if msgs := k8svalidation.IsDNS1123Subdomain(ref.Name); len(msgs) > 0 {
+		c.fail(p+".name", "%q is not a Kubernetes object name: %s", ref.Name, msgs[0])
+	}
+	group := ref.Group
+	if group != "" {
+		if msgs := k8svalidation.IsDNS1123Subdomain(group); len(msgs) > 0 {
+			c.fail(p+".group", "%q is not an API group (a DNS subdomain such as cert-manager.io): %s", group, msgs[0])
+		}
+	}
+	switch k := ref.Kind; {
+	case k == "":
+	case group == "" || group == "cert-manager.io":
+		if k != "ClusterIssuer" && k != "Issuer" {
+			c.fail(p+".kind", "must be ClusterIssuer or Issuer for cert-manager.io, got %q", k)
+		}
+	case len(k) > 63 || !kindRE.MatchString(k):
+		c.fail(p+".kind", "%q is not a Kubernetes kind (letters and digits, starting with an uppercase letter)", k)
+	}
+}
+
+// labels checks record labels by Kubernetes' own rules; they land on the
+// Argo CD cluster Secret and in generator parameters, so Argo CD's and
+// spokeforge's own label prefixes are refused too.
+func (c *checker) labels(ls map[string]string) {
+	for _, k := range sortedKeys(ls) {
+		p := "metadata.labels." + k
+		if msgs := k8svalidation.IsQualifiedName(k); len(msgs) > 0 {
+			c.fail("metadata.labels", "key %q is not a Kubernetes label key: %s", k, msgs[0])
+			continue
+		}
+		if prefix, _, ok := strings.Cut(k, "/"); ok && reservedLabelPrefix(prefix) {
+			c.fail(p, "the %s/ prefix belongs to Argo CD, Kubernetes or spokeforge; a record may not set it", prefix)
+			continue
+		}
+		if msgs := k8svalidation.IsValidLabelValue(ls[k]); len(msgs) > 0 {
+			c.fail(p, "%q is not a Kubernetes label value: %s", ls[k], msgs[0])
+		}
+	}
+}
+
+func reservedLabelPrefix(prefix string) bool {
+	for _, r := range []string{"argocd.argoproj.io", "argoproj.io", "spokeforge.io", "kubernetes.io", "k8s.io"} {
+		if prefix == r || strings.HasSuffix(prefix, "."+r) {
+			return true
+		}
+	}
+	return false
+}
+
+// serverURL checks the API server URL Argo CD dials: https, a host, no
+// user information, query or fragment. The URL is repeated without its
+// user information only.
+func (c *checker) serverURL(p, v string) {
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		c.fail(p, "is not a URL")
+	case u.User != nil:
+		c.fail(p, "must not carry user information (user:password@): credentials live in Secrets Manager under the cluster's secret path")
+	case u.Scheme != "https" || u.Host == "" || u.Opaque != "":
+		c.fail(p, "%q must be an https URL with a host", v)
+	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(v, "?#"):
+		c.fail(p, "%q must not have a query or fragment", v)
+	}
+}
+
+// RepoURLProblem checks a git repository URL an Application will read: https://
+// or ssh:// with a host, or the scp form user@host:path; no password, no
+// query or fragment. A message repeats the URL without user information.
+func RepoURLProblem(v string) string {
+	if scpRepoRE.MatchString(v) {
+		return ""
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return "is not a URL"
+	case u.Scheme != "https" && u.Scheme != "ssh":
+		return "must be an https://, ssh:// or user@host:path git URL"
+	case u.Host == "" || u.Opaque != "":
+		return "must have a host"
+	case u.Scheme == "https" && u.User != nil:
+		return "must not carry user information: Argo CD's repository credentials hold the secret"
+	case u.User != nil:
+		if _, has := u.User.Password(); has {
+			return "must not carry a password: Argo CD's repository credentials hold the secret"
+		}
+	}
+	if u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(v, "?# ") {
+		return "must not have a query, fragment or spaces"
+	}
+	return ""
+}
+
+// RevisionProblem checks a git revision (branch, tag, commit or HEAD).
+func RevisionProblem(v string) string {
+	if len(v) > 255 || !revisionRE.MatchString(v) || strings.Contains(v, "..") || strings.HasSuffix(v, "/") || strings.HasSuffix(v, ".lock") || strings.Contains(v, "//") {
+		return "is not a git branch, tag or commit (letters, digits, . _ / -, not starting with - or /)"
+	}
+	return ""
+}
+
+// PathProblem checks a path inside a source repo: relative, clean, no
+// .. component, plain characters.
+func PathProblem(v string) string {
+	if v == "" {
+		return "required"
+	}
+	if len(v) > 512 || !repoPathRE.MatchString(v) || strings.HasPrefix(v, "/") || strings.HasPrefix(v, "-") {
+		return "must be a relative path (letters, digits, . _ / -)"
+	}
+	for _, part := range strings.Split(v, "/") {
+		if part == "" || part == "." || part == ".." {
+			return "must be a clean relative path inside the source repo (no empty, . or .. parts)"
+		}
+	}
+	return ""
+}
+
+var (
+	kindRE     = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
+	scpRepoRE  = regexp.MustCompile(`^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:[A-Za-z0-9._~/-]+$`)
+	revisionRE = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9._/-]*$`)
+	repoPathRE = regexp.MustCompile(`^[A-Za-z0-9._/-]+$`)
+)
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (c *checker) network(n v1alpha1.Network) {
@@ -235,7 +378,7 @@ func (c *checker) gpu(g *v1alpha1.GPU) {
 			c.fail(p+".name", "node %q listed twice", n.Name)
 		}
 		seen[n.Name] = true
-		if n.Product == "" || len(n.Product) > 63 || !labelValueRE.MatchString(n.Product) {
+		if n.Product == "" || len(k8svalidation.IsValidLabelValue(n.Product)) > 0 {
 			c.fail(p+".product", "%q must be a GPU product label value such as NVIDIA-A100-SXM4-80GB", n.Product)
 		}
 		if n.Count < 1 || n.Count > 64 {
@@ -250,14 +393,8 @@ func (c *checker) gpu(g *v1alpha1.GPU) {
 	}
 }
 
-var (
-	labelValueRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-	nodeNameRE   = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
-	dnsNameRE    = regexp.MustCompile(`^(\*\.)?[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`)
-)
-
 func (c *checker) nodeName(path, v string) {
-	if v == "" || len(v) > 253 || !nodeNameRE.MatchString(v) {
+	if v == "" || len(k8svalidation.IsDNS1123Subdomain(v)) > 0 {
 		c.fail(path, "%q is not a Kubernetes node name", v)
 	}
 }
@@ -339,6 +476,11 @@ func (c *checker) workloads(cluster string, s v1alpha1.ClusterSpec) {
 		if sec.RefreshInterval != "" && !durationRE.MatchString(sec.RefreshInterval) {
 			c.fail(p+".refreshInterval", "%q must be a duration such as 1h or 30m", sec.RefreshInterval)
 		}
+		for j, k := range sec.Keys {
+			if msgs := k8svalidation.IsConfigMapKey(k); len(msgs) > 0 {
+				c.fail(fmt.Sprintf("%s.keys[%d]", p, j), "%q is not a Secret key: %s", k, msgs[0])
+			}
+		}
 		ss = append(ss, sec.Namespace+"/"+sec.Name)
 	}
 	for i, r := range s.Registries {
@@ -360,17 +502,30 @@ func (c *checker) workloads(cluster string, s v1alpha1.ClusterSpec) {
 			c.fail(p+".dnsNames", "list at least one DNS name")
 		}
 		for j, d := range ce.DNSNames {
-			if !dnsNameRE.MatchString(d) {
+			if len(k8svalidation.IsDNS1123Subdomain(strings.TrimPrefix(d, "*."))) > 0 {
 				c.fail(fmt.Sprintf("%s.dnsNames[%d]", p, j), "%q is not a DNS name", d)
 			}
+		}
+		if ce.Issuer != nil {
+			c.issuer(p+".issuer", *ce.Issuer)
 		}
 	}
 	for i, w := range s.Workloads {
 		p := fmt.Sprintf("spec.workloads[%d]", i)
 		c.slug(p+".name", w.Name, 62-len(cluster)) // the Application is <cluster>-<name>
 		nsCheck(p+".namespace", w.Namespace)
-		if w.Path == "" || strings.HasPrefix(w.Path, "/") || strings.Contains(w.Path, "..") {
-			c.fail(p+".path", "%q must be a relative path inside the source repo", w.Path)
+		if msg := PathProblem(w.Path); msg != "" {
+			c.fail(p+".path", "%q %s", w.Path, msg)
+		}
+		if w.RepoURL != "" {
+			if msg := RepoURLProblem(w.RepoURL); msg != "" {
+				c.fail(p+".repoURL", "%q %s", record.Redact(w.RepoURL), msg)
+			}
+		}
+		if w.TargetRevision != "" {
+			if msg := RevisionProblem(w.TargetRevision); msg != "" {
+				c.fail(p+".targetRevision", "%q %s", w.TargetRevision, msg)
+			}
 		}
 		ws = append(ws, w.Name)
 	}

@@ -1,4 +1,4 @@
-package generator
+package repo
 
 import (
 	"io"
@@ -9,16 +9,16 @@ import (
 	"time"
 )
 
-// recordFS is a read-only in-memory file system of record files with its
+// MemFS is a read-only in-memory file system of record files with its
 // directory listings built once: globbing clusters/*/cluster.yaml over
 // 10,000 clusters must not scan every file per directory opened.
-type recordFS struct {
+type MemFS struct {
 	files map[string][]byte
 	dirs  map[string][]fs.DirEntry
 }
 
-func newRecordFS(files map[string][]byte) *recordFS {
-	r := &recordFS{files: files, dirs: map[string][]fs.DirEntry{".": nil}}
+func NewMemFS(files map[string][]byte) *MemFS {
+	r := &MemFS{files: files, dirs: map[string][]fs.DirEntry{".": nil}}
 	seen := map[string]bool{}
 	for name, data := range files {
 		child := fileInfo{name: path.Base(name), size: int64(len(data))}
@@ -55,7 +55,7 @@ func (f fileInfo) ModTime() time.Time { return time.Time{} }
 func (f fileInfo) IsDir() bool        { return f.dir }
 func (f fileInfo) Sys() any           { return nil }
 
-func (r *recordFS) Open(name string) (fs.File, error) {
+func (r *MemFS) Open(name string) (fs.File, error) {
 	if !fs.ValidPath(name) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
 	}
@@ -68,7 +68,7 @@ func (r *recordFS) Open(name string) (fs.File, error) {
 	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 }
 
-func (r *recordFS) ReadDir(name string) ([]fs.DirEntry, error) {
+func (r *MemFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	es, ok := r.dirs[name]
 	if !ok {
 		if _, isFile := r.files[name]; isFile {
@@ -79,7 +79,7 @@ func (r *recordFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return append([]fs.DirEntry(nil), es...), nil
 }
 
-func (r *recordFS) ReadFile(name string) ([]byte, error) {
+func (r *MemFS) ReadFile(name string) ([]byte, error) {
 	data, ok := r.files[name]
 	if !ok {
 		return nil, &fs.PathError{Op: "readfile", Path: name, Err: fs.ErrNotExist}
