@@ -37,10 +37,37 @@ var templateFS embed.FS
 //go:embed crds/onboarding.yaml
 var OnboardingCRD []byte
 
-// onboardingCRDJSON converts the embedded CRD once, off the render hot path.
-var onboardingCRDJSON = sync.OnceValues(func() ([]byte, error) { return yaml.YAMLToJSON(OnboardingCRD) })
+// onboardingCRDObject decodes the embedded CRD once, off the render hot path.
+var onboardingCRDObject = sync.OnceValues(func() (map[string]any, error) {
+	var m map[string]any
+	err := yaml.Unmarshal(OnboardingCRD, &m)
+	return m, err
+})
 
-var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
+// Encoders are the only functions that may end a template action that
+// prints: every value reaches the YAML text as one encoded scalar or one
+// JSON value, so no value can add, drop or retype a rendered object or
+// field (TestTemplateActionsEncoded holds every template to it).
+var Encoders = template.FuncMap{
+	// str prints any value as a double-quoted YAML scalar (a JSON string,
+	// which YAML reads back to the same text whatever it holds).
+	"str": func(v any) (string, error) {
+		s, ok := v.(string)
+		if !ok {
+			s = fmt.Sprint(v)
+		}
+		b, err := json.Marshal(s)
+		return string(b), err
+	},
+	// toJson prints a value as JSON (a YAML flow value); unlike sprig's, an
+	// encoding failure fails the render instead of printing nothing.
+	"toJson": func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		return string(b), err
+	},
+}
+
+var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Funcs(Encoders).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
 
 // Boundaries in sync-wave order (seed 000), after the foundation wave.
 var Boundaries = []string{"foundation", "identity", "secrets", "certificates", "registry", "queues", "storage", "workload"}
@@ -143,21 +170,18 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 	if session == 0 {
 		session = 3600
 	}
-	crd, err := onboardingCRDJSON()
+	crd, err := onboardingCRDObject()
 	if err != nil {
 		return nil, fmt.Errorf("embedded Onboarding CRD: %w", err)
 	}
-	spec, err := json.Marshal(onboarding.SpecFor(c, n, func(d v1alpha1.Device) string { return PVName(c.Metadata.Name, d) }))
-	if err != nil {
-		return nil, err
-	}
+	spec := onboarding.SpecFor(c, n, func(d v1alpha1.Device) string { return PVName(c.Metadata.Name, d) })
 	data := map[string]any{
 		"C": c, "N": n, "SystemNamespace": SystemNamespace,
-		"OnboardingSpec":       string(spec),
+		"OnboardingSpec":       spec,
 		"Namespaces":           sortedKeys(nsSet),
 		"WorkloadNamespaces":   workloadNS,
 		"RegistryNamespaces":   sortedKeys(regNS),
-		"OnboardingCRD":        string(crd),
+		"OnboardingCRD":        crd,
 		"Image":                o.Image,
 		"ESOVersion":           o.ESOVersion,
 		"SessionDuration":      session,
