@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -90,6 +93,7 @@ func validateCmd(stdout, stderr io.Writer) *cobra.Command {
 				root = args[0]
 			}
 			r, errs := repo.Load(root)
+			errs = append(errs, renderFindings(root, r, errs)...)
 			if len(errs) > 0 {
 				return report(stderr, errs)
 			}
@@ -101,6 +105,55 @@ func validateCmd(stdout, stderr io.Writer) *cobra.Command {
 			return err
 		},
 	}
+}
+
+// validateRepoURL stands in for the repoURL Argo CD would pass a hub render.
+const validateRepoURL = "https://gitops.invalid/repo.git"
+
+// renderFindings renders every cluster whose record has no finding, in
+// spoke and hub mode, exactly as the CMP would: validate accepts a record
+// (and its overlay) only when render does.
+func renderFindings(root string, r *repo.Repo, known record.Errors) record.Errors {
+	bad := map[string]bool{}
+	for _, e := range known {
+		bad[e.File] = true
+	}
+	var out record.Errors
+	for _, c := range r.Clusters {
+		if bad[c.File] {
+			continue
+		}
+		rel := path.Dir(c.File)
+		env := func(k string) string {
+			switch k {
+			case "ARGOCD_APP_SOURCE_REPO_URL":
+				return validateRepoURL
+			case "ARGOCD_APP_SOURCE_PATH":
+				return rel
+			}
+			return ""
+		}
+		for _, mode := range []string{ModeSpoke, ModeHub} {
+			if _, err := renderDir(filepath.Join(root, filepath.FromSlash(rel)), rel, mode, env); err != nil {
+				out = append(out, asFindings(rel, err)...)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// asFindings turns a render error into findings.
+func asFindings(display string, err error) record.Errors {
+	var errs record.Errors
+	if errors.As(err, &errs) {
+		return errs
+	}
+	var oe *render.OverlayError
+	if errors.As(err, &oe) {
+		return record.Errors{{File: oe.File, Line: oe.Line, Msg: oe.Msg}}
+	}
+	return record.Errors{{File: display, Msg: err.Error()}}
 }
 
 func namesCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -214,8 +267,13 @@ const (
 	ModeProjects = "projects"
 )
 
+// DefaultRenderTimeout bounds a whole render; Argo CD's own exec timeout
+// (ARGOCD_EXEC_TIMEOUT) is 90 s.
+const DefaultRenderTimeout = 30 * time.Second
+
 func renderCmd(stdout, stderr io.Writer) *cobra.Command {
 	var mode string
+	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "render [DIR]",
 		Short: "Render manifests from a cluster record (the CMP's generate command)",
@@ -237,7 +295,7 @@ On any error nothing is printed on stdout and the exit code is 1.`,
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(400)
 			}
-			out, err := Render(dir, mode, os.Getenv)
+			out, err := renderWithin(timeout, func() ([]byte, error) { return Render(dir, mode, os.Getenv) })
 			if err != nil {
 				var errs record.Errors
 				if errors.As(err, &errs) {
@@ -250,15 +308,51 @@ On any error nothing is printed on stdout and the exit code is 1.`,
 		},
 	}
 	cmd.Flags().StringVar(&mode, "mode", "", "spoke, hub or projects (default: the plugin parameter, else spoke)")
+	cmd.Flags().DurationVar(&timeout, "timeout", DefaultRenderTimeout, "stop a render that takes longer, printing nothing")
 	return cmd
+}
+
+// renderWithin runs fn and gives up after d: the process exits with the
+// error, nothing printed, whatever fn was doing.
+func renderWithin(d time.Duration, fn func() ([]byte, error)) ([]byte, error) {
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := fn()
+		done <- result{out, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-t.C:
+		return nil, fmt.Errorf("the render took longer than %s and was stopped; nothing was printed", d)
+	}
 }
 
 // Render produces the manifests for dir in mode, from Argo CD's build
 // environment. It never returns an empty stream without an error.
 func Render(dir, mode string, getenv env) ([]byte, error) {
-	ps, err := params(getenv)
+	mode, opts, err := renderOptions(mode, getenv)
 	if err != nil {
 		return nil, err
+	}
+	displayDir := dir
+	if dir == "." && opts.SourcePath != "" {
+		displayDir = opts.SourcePath
+	}
+	return render1(dir, displayDir, mode, opts)
+}
+
+// renderOptions reads the mode and options from flags and Argo CD's build environment.
+func renderOptions(mode string, getenv env) (string, render.Options, error) {
+	ps, err := params(getenv)
+	if err != nil {
+		return "", render.Options{}, err
 	}
 	if mode == "" {
 		mode = ps["mode"]
@@ -271,7 +365,7 @@ func Render(dir, mode string, getenv env) ([]byte, error) {
 	}
 	eso, err := render.ESOVersionFor(getenv("KUBE_API_VERSIONS"))
 	if err != nil && mode != ModeProjects {
-		return nil, err
+		return "", render.Options{}, err
 	}
 	opts := render.Options{
 		Image:          firstNonEmpty(ps["image"], getenv("ARGOCD_ENV_SPOKEFORGE_IMAGE"), "ghcr.io/spokeforge/spokeforge:"+Version),
@@ -282,11 +376,26 @@ func Render(dir, mode string, getenv env) ([]byte, error) {
 		TargetRevision: firstNonEmpty(getenv("ARGOCD_APP_SOURCE_TARGET_REVISION"), "HEAD"),
 		SourcePath:     getenv("ARGOCD_APP_SOURCE_PATH"),
 	}
-	displayDir := dir
-	if dir == "." && opts.SourcePath != "" {
-		displayDir = opts.SourcePath
+	if u, err := url.Parse(opts.RepoURL); err == nil && u.User != nil {
+		// Never copied into hub Applications, never repeated.
+		return "", render.Options{}, fmt.Errorf("ARGOCD_APP_SOURCE_REPO_URL carries user information: use Argo CD repository credentials instead")
 	}
+	return mode, opts, nil
+}
+
+// renderDir is Render with the directory's display name given.
+func renderDir(dir, displayDir, mode string, getenv env) ([]byte, error) {
+	mode, opts, err := renderOptions(mode, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return render1(dir, displayDir, mode, opts)
+}
+
+func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) {
+	var err error
 	var objs []render.Object
+	var overlay render.Overlay
 	switch mode {
 	case ModeSpoke, ModeHub:
 		e, errs := repo.LoadCluster(dir, displayDir)
@@ -295,6 +404,7 @@ func Render(dir, mode string, getenv env) ([]byte, error) {
 		}
 		if mode == ModeSpoke {
 			objs, err = render.Spoke(e, opts)
+			overlay = render.Overlay{Dir: dir, Display: displayDir, InCluster: e.Cluster.Spec.Connection.InCluster}
 		} else {
 			if opts.SourcePath == "" {
 				opts.SourcePath = e.Names.ArgoCD.ComponentsPath
@@ -323,13 +433,19 @@ func Render(dir, mode string, getenv env) ([]byte, error) {
 	}
 	out := buf.Bytes()
 	if mode == ModeSpoke {
-		if _, err := os.Stat(filepath.Join(dir, render.OverlayFile)); err == nil {
-			out, err = render.ApplyOverlay(dir, out)
+		// Overlays apply to the spoke only: hub and projects output is
+		// spokeforge's alone, so nothing in a cluster directory adds objects
+		// to the management cluster's argocd namespace.
+		if overlay.File, err = render.FindOverlay(dir); err != nil {
+			return nil, err
+		}
+		if overlay.File != "" {
+			out, err = overlay.Apply(objs, out)
 			if err != nil {
 				return nil, err
 			}
 			if len(bytes.TrimSpace(out)) == 0 {
-				return nil, fmt.Errorf("%s/%s produced no objects: refusing to print an empty stream", displayDir, render.OverlayFile)
+				return nil, fmt.Errorf("%s/%s produced no objects: refusing to print an empty stream", displayDir, overlay.File)
 			}
 			out = append(out, '\n')
 		}
