@@ -524,4 +524,3 @@ func resourceYAML(r *resource.Resource) ([]byte, error) {
 	}
 	return jsonToYAML(j)
 }
-

@@ -268,7 +268,7 @@ func Projects(clusters []validate.ClusterEntry, orgs []validate.OrgEntry, o Opti
 	if o.RepoURL != "" {
 		repos = []string{o.RepoURL}
 	}
-	return execute("projects.yaml.tmpl", map[string]any{"Orgs": list, "ArgoNamespace": o.ArgoNamespace, "SourceRepos": repos}, "")
+	return execute("projects.yaml.tmpl", map[string]any{"Orgs": list, "ArgoNamespace": o.ArgoNamespace, "SystemNamespace": SystemNamespace, "SourceRepos": repos}, "")
 }
 
 func execute(name string, data any, cluster string) ([]Object, error) {
