@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
 // synthRepo is a deterministic gitops repo: clusters records, clusters/50 orgs each

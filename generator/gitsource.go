@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
@@ -156,7 +157,7 @@ func (g *GitSource) Run(ctx context.Context, interval time.Duration) {
 func (g *GitSource) Refresh(ctx context.Context) (SourceStatus, error) {
 	g.fetchMu.Lock()
 	defer g.fetchMu.Unlock()
-	commit, files, err := g.fetch(ctx)
+	commit, files, refused, err := g.fetch(ctx)
 	now := time.Now()
 	if err != nil {
 		g.loads.WithLabelValues("fetch_error").Inc()
@@ -183,7 +184,14 @@ func (g *GitSource) Refresh(ctx context.Context) (SourceStatus, error) {
 		return st, nil
 	}
 	start := time.Now()
-	snap, errs := LoadSnapshot(files, commit, g.cfg.App)
+	var snap *Snapshot
+	errs := refused
+	if len(errs) == 0 {
+		// A refused file (a symlink leaving its directory, a device, an
+		// oversized record) rejects the commit: answering without it would
+		// shrink a list.
+		snap, errs = LoadSnapshot(files, commit, g.cfg.App)
+	}
 	g.loadTime.Observe(time.Since(start).Seconds())
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -225,8 +233,8 @@ func isRecordPath(p string) bool {
 	return false
 }
 
-// fetch returns the head commit and its record files.
-func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, error) {
+// fetch returns the head commit, its record files and the files it refused.
+func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, record.Errors, error) {
 	if IsRemote(g.cfg.Repo) {
 		return g.fetchRemote(ctx)
 	}
@@ -235,83 +243,71 @@ func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, error) {
 	if r, err := git.PlainOpen(g.cfg.Repo); err == nil {
 		h, err := r.ResolveRevision(plumbing.Revision(g.cfg.Revision))
 		if err != nil {
-			return "", nil, fmt.Errorf("revision %s in %s: %w", g.cfg.Revision, g.cfg.Repo, err)
+			return "", nil, nil, fmt.Errorf("revision %s in %s: %w", g.cfg.Revision, g.cfg.Repo, err)
 		}
 		return g.commitFiles(r, *h)
 	}
 	return g.readDir()
 }
 
-// readDir reads a plain folder; its "commit" is a hash of the records.
-func (g *GitSource) readDir() (string, fs.FS, error) {
+// readDir reads a plain folder as every spokeforge reader does
+// (repo.ReadFiles); its "commit" is a hash of the records.
+func (g *GitSource) readDir() (string, fs.FS, record.Errors, error) {
 	if st, err := os.Stat(g.cfg.Repo); err != nil || !st.IsDir() {
-		return "", nil, fmt.Errorf("repo %s is neither a git URL nor a directory", g.cfg.Repo)
+		return "", nil, nil, fmt.Errorf("repo %s is neither a git URL nor a directory", g.cfg.Repo)
 	}
-	fsys := os.DirFS(g.cfg.Repo)
-	files := map[string][]byte{}
+	files, refused := repo.ReadFiles(g.cfg.Repo)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
 	sum := sha256.New()
-	for _, glob := range recordGlobs {
-		ms, _ := fs.Glob(fsys, glob)
-		sort.Strings(ms)
-		for _, m := range ms {
-			b, err := readLimited(fsys, m)
-			if err != nil {
-				return "", nil, err
-			}
-			files[m] = b
-			fmt.Fprintf(sum, "%s\x00%d\x00", m, len(b))
-			sum.Write(b)
-		}
+	for _, n := range names {
+		fmt.Fprintf(sum, "%s\x00%d\x00", n, len(files[n]))
+		sum.Write(files[n])
 	}
-	return "dir-" + hex.EncodeToString(sum.Sum(nil))[:12], repo.NewMemFS(files), nil
-}
-
-func readLimited(fsys fs.FS, name string) ([]byte, error) {
-	st, err := fs.Stat(fsys, name)
-	if err != nil {
-		return nil, err
+	for _, e := range refused {
+		fmt.Fprintf(sum, "refused\x00%s\x00", e.Error())
 	}
-	if st.Size() > repo.MaxRecordBytes {
-		return nil, fmt.Errorf("%s is %d bytes; a record is at most %d", name, st.Size(), repo.MaxRecordBytes)
-	}
-	return fs.ReadFile(fsys, filepath.ToSlash(name))
+	return "dir-" + hex.EncodeToString(sum.Sum(nil))[:12], repo.NewMemFS(files), refused, nil
 }
 
 // fetchRemote lists the remote's refs; when the revision moved it fetches
 // just that commit (depth 1) into a fresh in-memory repository, so memory
 // holds one tree, never the history.
-func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, error) {
+func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, record.Errors, error) {
 	auth, err := g.auth()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	storage := memory.NewStorage()
 	r, err := git.Init(storage, nil)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	remote, err := r.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{g.cfg.Repo}})
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
 	if err != nil {
-		return "", nil, fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
+		return "", nil, nil, fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
 	}
 	ref, hash, err := resolveRef(refs, g.cfg.Revision)
 	if err != nil {
-		return "", nil, fmt.Errorf("%s: %w", redactURL(g.cfg.Repo), err)
+		return "", nil, nil, fmt.Errorf("%s: %w", redactURL(g.cfg.Repo), err)
 	}
 	g.mu.RLock()
 	same := g.status.Head == hash.String() && g.snap != nil
 	g.mu.RUnlock()
 	if same {
-		return hash.String(), nil, nil
+		return hash.String(), nil, nil, nil
 	}
 	err = r.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Depth: 1, Tags: git.NoTags,
 		RefSpecs: []config.RefSpec{config.RefSpec("+" + ref.String() + ":refs/spokeforge/head")}})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return "", nil, fmt.Errorf("fetching %s from %s: %w", ref, redactURL(g.cfg.Repo), err)
+		return "", nil, nil, fmt.Errorf("fetching %s from %s: %w", ref, redactURL(g.cfg.Repo), err)
 	}
 	return g.commitFiles(r, hash)
 }
@@ -336,35 +332,83 @@ func resolveRef(refs []*plumbing.Reference, rev string) (plumbing.ReferenceName,
 	return "", plumbing.ZeroHash, fmt.Errorf("revision %q not found (not HEAD, a branch or a tag)", rev)
 }
 
-// commitFiles reads the record files of commit h's tree.
-func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.FS, error) {
+// commitFiles reads the record files of commit h's tree. A symlink is
+// followed only to a regular file inside the record's own directory (Argo
+// CD's out-of-bounds rule); a symlink where a record directory belongs, or
+// an oversized record, is refused as a finding.
+func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.FS, record.Errors, error) {
 	c, err := r.CommitObject(h)
 	if err != nil {
-		return "", nil, fmt.Errorf("commit %s: %w", h, err)
+		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
 	tree, err := c.Tree()
 	if err != nil {
-		return "", nil, fmt.Errorf("tree of %s: %w", h, err)
+		return "", nil, nil, fmt.Errorf("tree of %s: %w", h, err)
 	}
-	files := map[string][]byte{}
+	entries := map[string]*object.File{}
+	var refused record.Errors
 	err = tree.Files().ForEach(func(f *object.File) error {
-		if !isRecordPath(f.Name) || !f.Mode.IsFile() {
-			return nil
+		if f.Mode == filemode.Symlink && isRecordDirPath(f.Name) {
+			refused = append(refused, record.Error{File: f.Name + "/", Msg: "is a symlink; a record directory must be a directory of the repo"})
 		}
-		if f.Size > repo.MaxRecordBytes {
-			return fmt.Errorf("%s is %d bytes; a record is at most %d", f.Name, f.Size, repo.MaxRecordBytes)
-		}
-		s, err := f.Contents()
-		if err != nil {
-			return fmt.Errorf("%s: %w", f.Name, err)
-		}
-		files[f.Name] = []byte(s)
+		entries[f.Name] = f
 		return nil
 	})
 	if err != nil {
-		return "", nil, fmt.Errorf("commit %s: %w", h, err)
+		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	return h.String(), repo.NewMemFS(files), nil
+	files := map[string][]byte{}
+	for name, f := range entries {
+		if !isRecordPath(name) {
+			continue
+		}
+		target := f
+		if f.Mode == filemode.Symlink {
+			link, err := f.Contents()
+			if err != nil {
+				return "", nil, nil, fmt.Errorf("%s: %w", name, err)
+			}
+			dir := path.Dir(name)
+			resolved := path.Join(dir, link)
+			t, ok := entries[resolved]
+			switch {
+			case path.IsAbs(link) || !strings.HasPrefix(resolved, dir+"/"):
+				refused = append(refused, record.Error{File: name, Msg: "is a symlink that leaves its directory; only files inside the directory are read"})
+				continue
+			case !ok || !t.Mode.IsRegular():
+				refused = append(refused, record.Error{File: name, Msg: "is a symlink to something that is not a regular file of the directory"})
+				continue
+			}
+			target = t
+		} else if !f.Mode.IsRegular() {
+			continue // a submodule
+		}
+		if target.Size > repo.MaxRecordBytes {
+			refused = append(refused, record.Error{File: name, Msg: fmt.Sprintf("is %d bytes; at most %d are read", target.Size, repo.MaxRecordBytes)})
+			continue
+		}
+		s, err := target.Contents()
+		if err != nil {
+			return "", nil, nil, fmt.Errorf("%s: %w", name, err)
+		}
+		files[name] = []byte(s)
+	}
+	sort.SliceStable(refused, func(i, j int) bool { return refused[i].File < refused[j].File })
+	return h.String(), repo.NewMemFS(files), refused, nil
+}
+
+// isRecordDirPath: a path where a directory holding records belongs.
+func isRecordDirPath(p string) bool {
+	switch p {
+	case "clusters", "orgs", "products":
+		return true
+	}
+	for _, g := range []string{"clusters/*", "products/*"} {
+		if ok, _ := path.Match(g, p); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // auth builds the transport credentials from their files.

@@ -178,3 +178,62 @@ func TestGitSourceConfig(t *testing.T) {
 		t.Errorf("redactURL kept the password: %s", got)
 	}
 }
+
+// TestGitSourceRefusesEscapingSymlinks: a record that is a symlink out of
+// its directory (to a sibling cluster, to /dev/zero) or a symlinked cluster
+// directory rejects the commit; the last good snapshot keeps answering with
+// every cluster, never a shorter list. A symlink inside the directory is read.
+func TestGitSourceRefusesEscapingSymlinks(t *testing.T) {
+	cases := []struct {
+		name, link, target, want string
+	}{
+		{"sibling cluster", "clusters/gpu-west-2/cluster.yaml", "../gpu-east-1/cluster.yaml", "leaves its directory"},
+		{"device", "clusters/gpu-west-2/cluster.yaml", "/dev/zero", "leaves its directory"},
+		{"directory", "clusters/evil", "gpu-east-1", "record directory must be a directory"},
+	}
+	for _, mode := range []string{"work tree", "file URL", "plain folder"} {
+		for _, tc := range cases {
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				g := newGitRepo(t)
+				repoArg := g.dir
+				switch mode {
+				case "file URL":
+					repoArg = "file://" + g.dir
+				case "plain folder":
+					plain := t.TempDir()
+					if err := os.CopyFS(plain, os.DirFS(g.dir)); err != nil {
+						t.Fatal(err)
+					}
+					_ = os.RemoveAll(filepath.Join(plain, ".git"))
+					repoArg = plain
+					g.dir = plain
+				}
+				src, err := NewGitSource(GitConfig{Repo: repoArg, Revision: "HEAD", App: testSource})
+				if err != nil {
+					t.Fatal(err)
+				}
+				st, err := src.Refresh(context.Background())
+				if err != nil || st.HeadError != "" {
+					t.Fatalf("first refresh: %+v %v", st, err)
+				}
+				before, _ := src.Snapshot()
+				full := filepath.Join(g.dir, tc.link)
+				_ = os.Remove(full)
+				if err := os.Symlink(tc.target, full); err != nil {
+					t.Fatal(err)
+				}
+				if mode != "plain folder" {
+					g.commit(t, "symlink", nil)
+				}
+				st, err = src.Refresh(context.Background())
+				if err != nil || !strings.Contains(st.HeadError, tc.want) {
+					t.Fatalf("refresh after the symlink: %+v %v", st, err)
+				}
+				after, err := src.Snapshot()
+				if err != nil || after != before {
+					t.Fatalf("the last good snapshot was not kept: %v", err)
+				}
+			})
+		}
+	}
+}

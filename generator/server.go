@@ -120,9 +120,14 @@ func (s *Server) Run(ctx context.Context, addr string) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The generator stops within 2 s of SIGTERM: in-flight answers get a
+	// second, then connections are closed (the controller retries).
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return hs.Shutdown(sctx)
+	if err := hs.Shutdown(sctx); err != nil {
+		return hs.Close()
+	}
+	return nil
 }
 
 // errorHandler answers every error as {"error": "..."}; Argo CD's client

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/signal"
 	"syscall"
 	"time"
@@ -57,6 +58,7 @@ hub's Argo CD cluster Secrets and Applications in --namespace. See docs/generato
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			go exitSoonAfter(ctx, log)
 			var hub generator.Hub
 			if !noHub {
 				kh, err := kubeHub(kubeconfig, g.App.ArgoNamespace, probe, log)
@@ -95,6 +97,19 @@ hub's Argo CD cluster Secrets and Applications in --namespace. See docs/generato
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
+}
+
+// ShutdownLimit is how long the generator may take to stop after SIGTERM,
+// whatever it is doing (a snapshot load included).
+const ShutdownLimit = 2 * time.Second
+
+// exitSoonAfter ends the process once ctx is done and a graceful stop has
+// not finished in time.
+func exitSoonAfter(ctx context.Context, log *slog.Logger) {
+	<-ctx.Done()
+	time.Sleep(ShutdownLimit - 300*time.Millisecond)
+	log.Warn("graceful stop did not finish in time; exiting", "limit", ShutdownLimit.String())
+	os.Exit(0)
 }
 
 func kubeHub(kubeconfig, ns string, probe time.Duration, log *slog.Logger) (*generator.KubeHub, error) {
