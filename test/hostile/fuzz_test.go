@@ -1,0 +1,51 @@
+package hostile
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzValidateMatchesRender writes arbitrary bytes as a repo's only cluster
+// record: validate must accept it exactly when render accepts it in spoke
+// and hub mode, and a refusal prints nothing on stdout.
+func FuzzValidateMatchesRender(f *testing.F) {
+	for _, name := range []string{"gpu-east-1", "gpu-west-2", "hub-local"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "gitops", "clusters", name, "cluster.yaml"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Add("apiVersion: spokeforge.io/v1alpha1\nkind: Cluster\nmetadata: {name: x, labels: {\"a\\n---\": b}}\n")
+	f.Add("---\n---\n")
+	f.Add("\x00")
+	f.Fuzz(func(t *testing.T, record string) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "clusters", "gpu-east-1")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(record), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		vcode, vout, verr := run("validate", root)
+		t.Setenv("ARGOCD_APP_SOURCE_REPO_URL", "https://git.example.com/gitops.git")
+		renders := 0
+		for _, mode := range []string{"spoke", "hub"} {
+			code, out, errs := run("render", "--mode", mode, dir)
+			if code != 0 && out != "" {
+				t.Fatalf("render --mode %s failed (%s) and printed %d bytes", mode, errs, len(out))
+			}
+			if code == 0 {
+				renders++
+			}
+		}
+		switch {
+		case vcode == 0 && renders != 2:
+			t.Fatalf("validate accepted (%s) what render refused", vout)
+		case vcode != 0 && renders == 2:
+			t.Fatalf("validate refused what render accepted: %s", verr)
+		}
+	})
+}
