@@ -233,7 +233,7 @@ stringData:
 				files:    map[string]string{recordPath: hostileRecord},
 				restore:  map[string]string{recordPath: record},
 				refusal:  "control or invisible character",
-				refusing: []string{hostileHubApp, exampleSpokeApp},
+				refusing: []string{exampleSpokeApp, hostileHubApp},
 			})
 		}},
 		{"an overlay with a remote resource and a delete patch of the Onboarding is refused", func(t *testing.T) {
@@ -310,7 +310,7 @@ func hostileCommit(ctx context.Context, t *testing.T, h *Hub, repo *GitRepo, hub
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s (its render does not read %v): %s", app, keys(c.files), st)
+		t.Logf("%s (its render does not read %v): %s", app, fileNames(c.files), st)
 	}
 
 	// Two more reconciliations with the hostile commit, past the repo-error grace period: an
@@ -328,7 +328,7 @@ func hostileCommit(ctx context.Context, t *testing.T, h *Hub, repo *GitRepo, hub
 	checkNothingChanged(ctx, t, h, hubBefore, spokeBefore, "with the hostile commit")
 
 	restored := time.Now()
-	if err := repo.Commit("restore the good "+strings.Join(keys(c.restore), ", "), c.restore); err != nil {
+	if err := repo.Commit("restore the good "+strings.Join(fileNames(c.restore), ", "), c.restore); err != nil {
 		t.Fatal(err)
 	}
 	head, err := repo.Head()
@@ -404,7 +404,7 @@ func checkNothingChanged(ctx context.Context, t *testing.T, h *Hub, hubBefore, s
 		what        string
 		before, now map[string]bool
 	}{{"the hub's argocd namespace and cluster RBAC", hubBefore, hubNow}, {"the spoke", spokeBefore, spokeNow}} {
-		added, removed := diffSets(cmp.before, cmp.now)
+		added, removed := objectDiff(cmp.before, cmp.now)
 		if len(added)+len(removed) > 0 {
 			t.Errorf("%s: %s changed:\n  new: %s\n  gone: %s", when, cmp.what, strings.Join(added, "\n       "), strings.Join(removed, "\n        "))
 		}
@@ -444,7 +444,7 @@ func listObjects(ctx context.Context, c *Cluster, namespace string, cluster func
 		}
 		for _, r := range l.APIResources {
 			gr := schema.GroupResource{Group: gv.Group, Resource: r.Name}
-			if strings.Contains(r.Name, "/") || !hasVerb(r.Verbs, "list") {
+			if strings.Contains(r.Name, "/") || !listable(r.Verbs) {
 				continue
 			}
 			switch gr {
@@ -477,17 +477,18 @@ func listObjects(ctx context.Context, c *Cluster, namespace string, cluster func
 	return out, nil
 }
 
-func hasVerb(verbs []string, verb string) bool {
+// listable reports whether verbs (of a discovered resource) include list.
+func listable(verbs []string) bool {
 	for _, v := range verbs {
-		if v == verb {
+		if v == "list" {
 			return true
 		}
 	}
 	return false
 }
 
-// diffSets returns the sorted keys only in now (added) and only in before (removed).
-func diffSets(before, now map[string]bool) (added, removed []string) {
+// objectDiff returns the sorted keys only in now (added) and only in before (removed).
+func objectDiff(before, now map[string]bool) (added, removed []string) {
 	for k := range now {
 		if !before[k] {
 			added = append(added, k)
@@ -503,7 +504,7 @@ func diffSets(before, now map[string]bool) (added, removed []string) {
 	return added, removed
 }
 
-func keys(m map[string]string) []string {
+func fileNames(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
