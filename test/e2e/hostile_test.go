@@ -87,10 +87,6 @@ spec:
 // namespace; the spoke Application (spoke mode) syncs the spoke.
 func TestHostileRecord(t *testing.T) {
 	started := time.Now()
-	// The harness starts Argo CD outside a pod: its in-cluster destination
-	// (https://kubernetes.default.svc, where hub-mode apps sync) needs Argo CD's fake in-cluster
-	// configuration, which reads KUBECONFIG (the hub's, set for every Argo CD process).
-	t.Setenv("ARGOCD_FAKE_IN_CLUSTER", "true")
 	h := StartHub(t, Options{})
 	if h.Spokeforge == "" {
 		t.Fatal("the harness did not build spokeforge")

@@ -389,6 +389,9 @@ func (h *Hub) start(ctx context.Context) error {
 		"HOME=" + home,
 		"TMPDIR=" + tmp,
 		"ARGOCD_GPG_ENABLED=false",
+		// Out of a pod there is no in-cluster config: Argo CD then reaches
+		// https://kubernetes.default.svc through KUBECONFIG (the hub).
+		"ARGOCD_FAKE_IN_CLUSTER=true",
 		"ARGOCD_PLUGINSOCKFILEPATH=" + h.PluginSockDir,
 		"ARGOCD_LOG_FORMAT_ENABLE_FULL_TIMESTAMP=true",
 		// As Argo CD's install sets it from argocd-cm timeout.reconciliation: the repo-server
