@@ -1,10 +1,19 @@
 GO ?= go
 BIN ?= bin/spokeforge
 
-.PHONY: build test bench bench-e2e vet fmt
+.PHONY: build test bench bench-e2e vet fmt generate
 
 build:
 	$(GO) build -o $(BIN) .
+
+# Generated from internal/api/v1alpha1: the Onboarding CRD (controller-gen, pinned in
+# hack/tools), the records' JSON Schemas, the argocd-cm Lua component and the golden renders.
+# Tests fail on drift from any of them.
+generate:
+	hack/controller-gen.sh crd:crdVersions=v1 paths=./internal/api/v1alpha1/... output:crd:stdout > manifests/crds/onboarding.yaml
+	$(GO) test ./internal/schema -update
+	$(GO) run ./lua/gen
+	$(GO) test ./cmp/render -run TestGolden -update
 
 test: vet
 	$(GO) test -count=1 ./...

@@ -17,6 +17,7 @@ package healthchecks
 import (
 	"context"
 	"fmt"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"strings"
 	"time"
 
@@ -24,7 +25,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 
 // State of one boundary.
@@ -66,13 +66,13 @@ type Result struct {
 
 // Report is one run over every boundary.
 type Report struct {
-	Cluster     string                `json:"cluster"`
-	CheckedAt   time.Time             `json:"checkedAt"`
-	Results     []Result              `json:"results"`
-	FirstFailed string                `json:"firstFailedBoundary"`
-	Message     string                `json:"message"`
-	Connected   *onboarding.Connected `json:"connected,omitempty"`
-	Duration    time.Duration         `json:"-"`
+	Cluster     string              `json:"cluster"`
+	CheckedAt   time.Time           `json:"checkedAt"`
+	Results     []Result            `json:"results"`
+	FirstFailed string              `json:"firstFailedBoundary"`
+	Message     string              `json:"message"`
+	Connected   *v1alpha1.Connected `json:"connected,omitempty"`
+	Duration    time.Duration       `json:"-"`
 }
 
 // Exit codes of `spokeforge check`, as troubleshoot's preflight uses them.
@@ -113,7 +113,7 @@ type Identity struct {
 
 // Config is everything one check run needs.
 type Config struct {
-	Spec     onboarding.Spec
+	Spec     v1alpha1.OnboardingSpec
 	Kube     kubernetes.Interface
 	Dynamic  dynamic.Interface
 	Identity Identity
@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) Report {
 	for i, check := range checks {
 		t := time.Now()
 		res := check(ctx)
-		res.Boundary = onboarding.Boundaries[i]
+		res.Boundary = v1alpha1.Boundaries[i]
 		res.Duration = time.Since(t)
 		rep.Results = append(rep.Results, res)
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -27,7 +28,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
-	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 
 const (
@@ -38,22 +38,22 @@ const (
 
 var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
-func spec() onboarding.Spec {
-	return onboarding.Spec{
+func spec() v1alpha1.OnboardingSpec {
+	return v1alpha1.OnboardingSpec{
 		Cluster: "gpu-east-1", AccountID: account, Region: region, IAMRoleArn: role,
 		TrustAnchorArn: "arn:aws:rolesanywhere:us-east-1:111122223333:trust-anchor/0c5d6a3e",
 		ProfileArn:     "arn:aws:rolesanywhere:us-east-1:111122223333:profile/7a8b9c0d",
-		SecretPath:     "acme/us-east-1/dc/eq/gpu-east-1", Boundaries: onboarding.Boundaries,
-		Secrets:            []onboarding.SecretRef{{Name: "acme/us-east-1/dc/eq/gpu-east-1/hf-token", ExternalSecret: onboarding.ObjectRef{Namespace: "inference", Name: "hf-token"}}},
+		SecretPath:     "acme/us-east-1/dc/eq/gpu-east-1", Boundaries: v1alpha1.Boundaries,
+		Secrets:            []v1alpha1.SecretRef{{Name: "acme/us-east-1/dc/eq/gpu-east-1/hf-token", ExternalSecret: v1alpha1.ObjectRef{Namespace: "inference", Name: "hf-token"}}},
 		ClusterSecretStore: "spokeforge-aws",
-		Certificates:       []onboarding.ObjectRef{{Namespace: "spokeforge-system", Name: "workload-identity"}, {Namespace: "inference", Name: "serving"}},
+		Certificates:       []v1alpha1.ObjectRef{{Namespace: "spokeforge-system", Name: "workload-identity"}, {Namespace: "inference", Name: "serving"}},
 		Registries:         []string{"eue1/inference"},
-		RegistrySecrets:    []onboarding.ObjectRef{{Namespace: "inference", Name: "spokeforge-registry"}},
+		RegistrySecrets:    []v1alpha1.ObjectRef{{Namespace: "inference", Name: "spokeforge-registry"}},
 		Queues:             []string{"eue1-jobs", "eue1-results.fifo"},
 		Buckets:            []string{"eue1-models"},
 		StorageClass:       "spokeforge-local-block",
 		Volumes:            []string{"gpu-east-1-0a1b2c3d4e"},
-		GPUNodes:           []onboarding.GPU{{Node: "gpu-node-01", Product: "NVIDIA-A100-SXM4-80GB", Count: 8, MIGStrategy: "none"}},
+		GPUNodes:           []v1alpha1.GPUTopology{{Node: "gpu-node-01", Product: "NVIDIA-A100-SXM4-80GB", Count: 8, MIGStrategy: "none"}},
 	}
 }
 
@@ -450,7 +450,7 @@ func TestStatusKeepsTransitionTimes(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 	old := "2026-11-01T00:00:00Z"
-	prev := append([]onboarding.Condition(nil), st.Conditions...)
+	prev := append([]v1alpha1.Condition(nil), st.Conditions...)
 	for i := range prev {
 		prev[i].LastTransitionTime = old
 	}

@@ -3,6 +3,7 @@ package healthchecks
 import (
 	"context"
 	"fmt"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,7 +211,7 @@ func (r *run) certificates(ctx context.Context) Result {
 // latest failed CertificateRequest when there is one. cert-manager keeps
 // a failed or denied request and only retries after its backoff
 // (1h·2^(attempts-1), at most 32h), even when the cause was fixed.
-func (r *run) failedCertificate(ctx context.Context, b *builder, cert *unstructured.Unstructured, ref onboarding.ObjectRef, reason, msg string) {
+func (r *run) failedCertificate(ctx context.Context, b *builder, cert *unstructured.Unstructured, ref v1alpha1.ObjectRef, reason, msg string) {
 	check := "Certificate " + ref.String()
 	renew := fmt.Sprintf("cmctl renew -n %s %s", ref.Namespace, ref.Name)
 	var latest *unstructured.Unstructured
@@ -413,7 +414,7 @@ func (r *run) workload(ctx context.Context) Result {
 	return b.done("Verified", fmt.Sprintf("%d GPU nodes match the record's topology", len(sp.GPUNodes)))
 }
 
-func (r *run) gpuNode(b *builder, node *corev1.Node, g onboarding.GPU) {
+func (r *run) gpuNode(b *builder, node *corev1.Node, g v1alpha1.GPUTopology) {
 	check := "Node " + g.Node
 	alloc, has := node.Status.Allocatable[GPUResource]
 	n := alloc.Value()
@@ -475,7 +476,7 @@ func (r *run) gpuNode(b *builder, node *corev1.Node, g onboarding.GPU) {
 }
 
 // connected reads what seed 001's Connected condition reports.
-func (r *run) connected(ctx context.Context) *onboarding.Connected {
+func (r *run) connected(ctx context.Context) *v1alpha1.Connected {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	v, err := r.cfg.Kube.Discovery().ServerVersion()
@@ -486,5 +487,5 @@ func (r *run) connected(ctx context.Context) *onboarding.Connected {
 	if err != nil {
 		return nil
 	}
-	return &onboarding.Connected{KubernetesVersion: v.GitVersion, NodeCount: len(nodes.Items), CheckedAt: r.cfg.Now().UTC().Format(time.RFC3339)}
+	return &v1alpha1.Connected{KubernetesVersion: v.GitVersion, NodeCount: len(nodes.Items), CheckedAt: r.cfg.Now().UTC().Format(time.RFC3339)}
 }

@@ -1,15 +1,15 @@
 package healthchecks
 
 import (
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"time"
 
-	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 
 // Condition maps a result onto an Onboarding condition (Cluster API style:
 // positive polarity, severity only when False; Warning means pending).
-func (res Result) Condition(generation int64) onboarding.Condition {
-	c := onboarding.Condition{Type: res.Boundary, Reason: res.Reason, Message: res.Message, ObservedGeneration: generation}
+func (res Result) Condition(generation int64) v1alpha1.Condition {
+	c := v1alpha1.Condition{Type: res.Boundary, Reason: res.Reason, Message: res.Message, ObservedGeneration: generation}
 	switch res.State {
 	case Passed:
 		c.Status = "True"
@@ -28,13 +28,13 @@ func (res Result) Condition(generation int64) onboarding.Condition {
 
 // Status builds the Onboarding status of a report. A condition keeps its
 // previous lastTransitionTime unless its status changed.
-func Status(rep Report, prev []onboarding.Condition, generation int64) onboarding.Status {
-	before := map[string]onboarding.Condition{}
+func Status(rep Report, prev []v1alpha1.Condition, generation int64) v1alpha1.OnboardingStatus {
+	before := map[string]v1alpha1.Condition{}
 	for _, c := range prev {
 		before[c.Type] = c
 	}
 	now := rep.CheckedAt.UTC().Format(time.RFC3339)
-	stamp := func(c onboarding.Condition) onboarding.Condition {
+	stamp := func(c v1alpha1.Condition) v1alpha1.Condition {
 		if p, ok := before[c.Type]; ok && p.Status == c.Status && p.LastTransitionTime != "" {
 			c.LastTransitionTime = p.LastTransitionTime
 		} else {
@@ -42,8 +42,8 @@ func Status(rep Report, prev []onboarding.Condition, generation int64) onboardin
 		}
 		return c
 	}
-	st := onboarding.Status{ObservedGeneration: generation, FirstFailedBoundary: rep.FirstFailed, CheckedAt: now, Connected: rep.Connected}
-	ready := onboarding.Condition{Type: onboarding.ConditionReady, Status: "True", Reason: "AllBoundariesHold", Message: rep.Message, ObservedGeneration: generation}
+	st := v1alpha1.OnboardingStatus{ObservedGeneration: generation, FirstFailedBoundary: rep.FirstFailed, CheckedAt: now, Connected: rep.Connected}
+	ready := v1alpha1.Condition{Type: v1alpha1.ConditionReady, Status: "True", Reason: "AllBoundariesHold", Message: rep.Message, ObservedGeneration: generation}
 	for _, res := range rep.Results {
 		c := res.Condition(generation)
 		st.Conditions = append(st.Conditions, stamp(c))

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"encoding/json"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestAgentStatusThroughOnboardingScript(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var rep healthchecks.Report
 			rep.CheckedAt = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-			for _, b := range onboarding.Boundaries {
+			for _, b := range v1alpha1.Boundaries {
 				r := pass(b)
 				if b == "Queues" {
 					r = tc.queues

@@ -1,4 +1,4 @@
-package manifests
+package manifests_test
 
 import (
 	"os"

@@ -27,20 +27,16 @@ import (
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/onboarding"
 	"github.com/spokeforge/spokeforge/internal/validate"
+	"github.com/spokeforge/spokeforge/manifests"
 )
 
 //go:embed templates/*.tmpl
 var templateFS embed.FS
 
-// OnboardingCRD is the Onboarding CRD rendered into every spoke (and copied to manifests/crds).
-//
-//go:embed crds/onboarding.yaml
-var OnboardingCRD []byte
-
 // onboardingCRDObject decodes the embedded CRD once, off the render hot path.
 var onboardingCRDObject = sync.OnceValues(func() (map[string]any, error) {
 	var m map[string]any
-	err := yaml.Unmarshal(OnboardingCRD, &m)
+	err := yaml.Unmarshal(manifests.OnboardingCRD, &m)
 	return m, err
 })
 

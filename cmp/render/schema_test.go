@@ -46,7 +46,7 @@ func loadCRDs(t *testing.T) map[string]crdVersion {
 		f, _ := filepath.Glob(filepath.Join(m.Dir, src.glob))
 		files = append(files, f...)
 	}
-	files = append(files, "crds/onboarding.yaml")
+	files = append(files, "../../manifests/crds/onboarding.yaml")
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"log/slog"
 	"time"
 
@@ -166,7 +167,7 @@ func (a *Agent) carryOver(rep *healthchecks.Report) {
 	rep.FirstFailed, rep.Message = healthchecks.Summarise(rep.Results)
 }
 
-func (a *Agent) apply(ctx context.Context, st onboarding.Status) error {
+func (a *Agent) apply(ctx context.Context, st v1alpha1.OnboardingStatus) error {
 	raw, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -189,8 +190,8 @@ func (a *Agent) apply(ctx context.Context, st onboarding.Status) error {
 
 // DecodeSpec reads an Onboarding spec from its unstructured form, refusing
 // one the checks cannot work from.
-func DecodeSpec(v any) (onboarding.Spec, error) {
-	var sp onboarding.Spec
+func DecodeSpec(v any) (v1alpha1.OnboardingSpec, error) {
+	var sp v1alpha1.OnboardingSpec
 	m, ok := v.(map[string]any)
 	if !ok {
 		return sp, errors.New("spec is missing or not an object")
@@ -211,8 +212,8 @@ func DecodeSpec(v any) (onboarding.Spec, error) {
 	return sp, nil
 }
 
-func decodeConditions(v any) ([]onboarding.Condition, error) {
-	var st onboarding.Status
+func decodeConditions(v any) ([]v1alpha1.Condition, error) {
+	var st v1alpha1.OnboardingStatus
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

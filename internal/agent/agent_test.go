@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"io"
 	"log/slog"
 	"strings"
@@ -8,12 +9,11 @@ import (
 	"time"
 
 	"github.com/spokeforge/spokeforge/healthchecks"
-	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 
 func results(queues healthchecks.Result) []healthchecks.Result {
 	var out []healthchecks.Result
-	for _, b := range onboarding.Boundaries {
+	for _, b := range v1alpha1.Boundaries {
 		r := healthchecks.Result{Boundary: b, State: healthchecks.Passed, Reason: "Verified"}
 		if b == "Queues" {
 			r = queues

@@ -1,13 +1,13 @@
 package agent
 
 import (
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spokeforge/spokeforge/healthchecks"
-	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 
 // Metrics are the agent's Prometheus series.
@@ -44,7 +44,7 @@ func NewMetrics() *Metrics {
 			Help: "Unix time of the last finished check."}),
 	}
 	m.reg.MustRegister(m.state, m.ready, m.duration, m.runs, m.writes, m.carried, m.lastRun)
-	for _, b := range onboarding.Boundaries {
+	for _, b := range v1alpha1.Boundaries {
 		for _, s := range states {
 			m.state.WithLabelValues(b, string(s))
 		}

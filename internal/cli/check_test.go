@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/spokeforge/spokeforge/healthchecks"
-	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 
 func TestCheckBadInput(t *testing.T) {
@@ -53,7 +53,7 @@ func TestAgentBadInput(t *testing.T) {
 
 func TestCheckTable(t *testing.T) {
 	rep := healthchecks.Report{Cluster: "gpu-east-1", CheckedAt: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	for _, b := range onboarding.Boundaries {
+	for _, b := range v1alpha1.Boundaries {
 		r := healthchecks.Result{Boundary: b, State: healthchecks.Passed, Reason: "Verified", Message: "ok",
 			Evidence: []healthchecks.Evidence{{Check: "probe " + b, State: healthchecks.Passed, Detail: "fine"}}}
 		if b == "Queues" {

@@ -32,109 +32,24 @@ const (
 	DefaultStorageClass = "spokeforge-local-block"
 )
 
-// Boundaries in the order seed 000 gives them; the first one not True is
-// the first failed boundary.
-var Boundaries = []string{"Identity", "Secrets", "Certificates", "Registry", "Queues", "Storage", "Workload"}
-
-// ConditionReady is the summary condition.
-const ConditionReady = "Ready"
-
-// Spec is what the spoke is expected to satisfy.
-type Spec struct {
-	Cluster        string   `json:"cluster"`
-	Subject        string   `json:"subject"`
-	AccountID      string   `json:"accountID"`
-	Region         string   `json:"region"`
-	IAMRoleArn     string   `json:"iamRoleArn"`
-	TrustAnchorArn string   `json:"trustAnchorArn"`
-	ProfileArn     string   `json:"profileArn"`
-	SecretPath     string   `json:"secretPath"`
-	Boundaries     []string `json:"boundaries"`
-	// Secrets are Secrets Manager names and the ExternalSecret delivering each.
-	Secrets []SecretRef `json:"secrets,omitempty"`
-	// ClusterSecretStore the ExternalSecrets read through.
-	ClusterSecretStore string `json:"clusterSecretStore"`
-	// Certificates are the cert-manager Certificates, the identity one first.
-	Certificates []ObjectRef `json:"certificates"`
-	// Registries are ECR repository names; RegistrySecrets the ExternalSecrets
-	// that deliver their pull credentials.
-	Registries      []string    `json:"registries,omitempty"`
-	RegistrySecrets []ObjectRef `json:"registrySecrets,omitempty"`
-	Queues          []string    `json:"queues,omitempty"`
-	Buckets         []string    `json:"buckets,omitempty"`
-	// StorageClass and Volumes are set when the record hands devices over.
-	StorageClass string   `json:"storageClass,omitempty"`
-	Volumes      []string `json:"volumes,omitempty"`
-	GPUNodes     []GPU    `json:"gpuNodes,omitempty"`
-}
-
-// SecretRef is one Secrets Manager secret and its ExternalSecret.
-type SecretRef struct {
-	Name           string    `json:"name"`
-	ExternalSecret ObjectRef `json:"externalSecret"`
-}
-
-// ObjectRef names a namespaced object.
-type ObjectRef struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-func (r ObjectRef) String() string { return r.Namespace + "/" + r.Name }
-
-// GPU is one GPU node's expected topology.
-type GPU struct {
-	Node        string `json:"node"`
-	Product     string `json:"product"`
-	Count       int    `json:"count"`
-	MIGStrategy string `json:"migStrategy"`
-}
-
-// Status is what the agent writes on the status subresource.
-type Status struct {
-	ObservedGeneration  int64       `json:"observedGeneration,omitempty"`
-	FirstFailedBoundary string      `json:"firstFailedBoundary"`
-	CheckedAt           string      `json:"checkedAt,omitempty"`
-	Connected           *Connected  `json:"connected,omitempty"`
-	Conditions          []Condition `json:"conditions"`
-}
-
-// Connected is what seed 001's Connected condition says about the spoke.
-type Connected struct {
-	KubernetesVersion string `json:"kubernetesVersion"`
-	NodeCount         int    `json:"nodeCount"`
-	CheckedAt         string `json:"checkedAt"`
-}
-
-// Condition is one boundary's (or the Ready summary's) state.
-type Condition struct {
-	Type               string `json:"type"`
-	Status             string `json:"status"`
-	Reason             string `json:"reason,omitempty"`
-	Message            string `json:"message,omitempty"`
-	Severity           string `json:"severity,omitempty"`
-	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
-	ObservedGeneration int64  `json:"observedGeneration,omitempty"`
-}
-
 // PVName is the PersistentVolume name the CMP gives a device.
 type PVNamer func(d v1alpha1.Device) string
 
 // SpecFor derives the Onboarding spec from a cluster record and its names.
 // pvName names each device's PersistentVolume as the renderer does.
-func SpecFor(c *v1alpha1.Cluster, n *names.Names, pvName PVNamer) Spec {
+func SpecFor(c *v1alpha1.Cluster, n *names.Names, pvName PVNamer) v1alpha1.OnboardingSpec {
 	s := c.Spec
-	sp := Spec{
+	sp := v1alpha1.OnboardingSpec{
 		Cluster: c.Metadata.Name, Subject: n.Subject, AccountID: s.AccountID, Region: s.Region,
 		IAMRoleArn: n.IAMRoleArn, TrustAnchorArn: s.Identity.TrustAnchorArn, ProfileArn: s.Identity.ProfileArn,
-		SecretPath: n.SecretPath, Boundaries: Boundaries, ClusterSecretStore: ClusterSecretStore,
-		Certificates: []ObjectRef{{Namespace: SystemNamespace, Name: IdentityCertificate}},
+		SecretPath: n.SecretPath, Boundaries: v1alpha1.Boundaries, ClusterSecretStore: ClusterSecretStore,
+		Certificates: []v1alpha1.ObjectRef{{Namespace: SystemNamespace, Name: IdentityCertificate}},
 	}
 	for i, x := range s.Secrets {
-		sp.Secrets = append(sp.Secrets, SecretRef{Name: n.Secrets[i].Name, ExternalSecret: ObjectRef{Namespace: x.Namespace, Name: x.Name}})
+		sp.Secrets = append(sp.Secrets, v1alpha1.SecretRef{Name: n.Secrets[i].Name, ExternalSecret: v1alpha1.ObjectRef{Namespace: x.Namespace, Name: x.Name}})
 	}
 	for _, x := range s.Certificates {
-		sp.Certificates = append(sp.Certificates, ObjectRef{Namespace: x.Namespace, Name: x.Name})
+		sp.Certificates = append(sp.Certificates, v1alpha1.ObjectRef{Namespace: x.Namespace, Name: x.Name})
 	}
 	seen := map[string]bool{}
 	for i, r := range s.Registries {
@@ -142,7 +57,7 @@ func SpecFor(c *v1alpha1.Cluster, n *names.Names, pvName PVNamer) Spec {
 		for _, ns := range r.Namespaces {
 			if !seen[ns] {
 				seen[ns] = true
-				sp.RegistrySecrets = append(sp.RegistrySecrets, ObjectRef{Namespace: ns, Name: RegistrySecret})
+				sp.RegistrySecrets = append(sp.RegistrySecrets, v1alpha1.ObjectRef{Namespace: ns, Name: RegistrySecret})
 			}
 		}
 	}
@@ -167,7 +82,7 @@ func SpecFor(c *v1alpha1.Cluster, n *names.Names, pvName PVNamer) Spec {
 			if mig == "" {
 				mig = "none"
 			}
-			sp.GPUNodes = append(sp.GPUNodes, GPU{Node: g.Name, Product: g.Product, Count: g.Count, MIGStrategy: mig})
+			sp.GPUNodes = append(sp.GPUNodes, v1alpha1.GPUTopology{Node: g.Name, Product: g.Product, Count: g.Count, MIGStrategy: mig})
 		}
 	}
 	return sp

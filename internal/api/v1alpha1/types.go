@@ -1,8 +1,3 @@
-// Package v1alpha1 holds the spokeforge.io/v1alpha1 record kinds a platform
-// admin commits to the gitops repo: Cluster, Organization and Product.
-//
-// The types carry data only; decoding lives in internal/record, validation in
-// internal/validate and name derivation in internal/names.
 package v1alpha1
 
 // GroupVersion is the apiVersion every record must carry.
