@@ -12,8 +12,8 @@ RUN go mod download
 COPY . .
 ARG VERSION=v0.1.0-dev
 # cgo: the Roles Anywhere signing helper links PKCS#11 support.
-RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X github.com/spokeforge/spokeforge/internal/cli.Version=${VERSION}" -o /out/spokeforge . \
- && CGO_ENABLED=0 go build -tags cmponly -trimpath -ldflags "-s -w -X github.com/spokeforge/spokeforge/internal/cli.Version=${VERSION}" -o /out/spokeforge-cmp .
+RUN CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X github.com/spokeforge/spokeforge/cmp.Version=${VERSION}" -o /out/spokeforge . \
+ && CGO_ENABLED=0 go build -tags cmponly -trimpath -ldflags "-s -w -X github.com/spokeforge/spokeforge/cmp.Version=${VERSION}" -o /out/spokeforge-cmp .
 
 FROM gcr.io/distroless/static-debian12:nonroot AS cmp
 COPY --from=build /out/spokeforge-cmp /usr/local/bin/spokeforge

@@ -22,7 +22,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags e2e ./test/e2e/...
-	$(GO) vet -tags cmponly ./internal/cli
+	$(GO) vet -tags cmponly .
 
 # Whole-process comparison with helm, kustomize and a floor, then the Go benchmarks
 # (docs/benchmarks.md). BENCH_ROUNDS rounds, round-robin.

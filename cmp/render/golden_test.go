@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/spokeforge/spokeforge/internal/cli"
+	"github.com/spokeforge/spokeforge/cmp"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under examples/gitops/rendered")
@@ -43,11 +43,11 @@ func TestGolden(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(exampleRepo, tc.dir)
-			got, err := cli.Render(dir, tc.mode, buildEnv(tc.dir, nil))
+			got, err := cmp.Generate(dir, tc.mode, buildEnv(tc.dir, nil))
 			if err != nil {
 				t.Fatal(err)
 			}
-			again, _ := cli.Render(dir, tc.mode, buildEnv(tc.dir, nil))
+			again, _ := cmp.Generate(dir, tc.mode, buildEnv(tc.dir, nil))
 			if !bytes.Equal(got, again) {
 				t.Fatal("two renders of the same input differ")
 			}

@@ -40,7 +40,7 @@ say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
   -cmponly "$work/spokeforge-cmponly" -rounds "$rounds" "${baseline[@]}"
 
 if [ "${SPOKEFORGE_BENCH_GO:-1}" != 0 ]; then
-  pkgs=(./internal/cli ./lua)
+  pkgs=(. ./lua)
   # The generator's benchmarks (up to 10,000 clusters) take minutes: opt in.
   if [ -n "${SPOKEFORGE_BENCH_GENERATOR:-}" ]; then pkgs+=(./generator); fi
   say "Go benchmarks: in-process render, validate, Lua health checks (${pkgs[*]})"

@@ -23,7 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/spokeforge/spokeforge/internal/agent"
+	"github.com/spokeforge/spokeforge/healthchecks/agent"
 )
 
 // AgentServiceAccount is the identity the rendered agent Deployment runs as.
@@ -39,7 +39,7 @@ type SpokeAgent struct {
 }
 
 // StartSpokeAgent plays the rest of a working spoke for the Onboarding cluster, once the spoke
-// Application delivered it: `spokeforge fake-aws --provision recordDir` as the AWS account
+// Application delivered it: `fakeaws --provision recordDir` (test/e2e/fakeaws) as the AWS account
 // (everything the record derives exists, except the names in except), the GPU nodes of the
 // Onboarding spec registered as the kubelet, NVIDIA device plugin and NFD would, a
 // workload-identity certificate, and `spokeforge agent` with exactly the rendered agent RBAC
@@ -52,11 +52,11 @@ func (h *Hub) StartSpokeAgent(ctx context.Context, cluster, recordDir string, in
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"fake-aws", "--addr", awsAddr, "--provision", recordDir}
+	args := []string{"--addr", awsAddr, "--provision", recordDir}
 	if len(except) > 0 {
 		args = append(args, "--except", strings.Join(except, ","))
 	}
-	fake, err := h.run(procSpec{name: "fake-aws", path: h.Spokeforge, args: args})
+	fake, err := h.run(procSpec{name: "fake-aws", path: h.FakeAWS, args: args})
 	if err != nil {
 		return nil, err
 	}

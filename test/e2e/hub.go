@@ -81,6 +81,7 @@ type Hub struct {
 	ServerAddr     string // argocd-server (plaintext, auth disabled)
 	PluginSockDir  string // ARGOCD_PLUGINSOCKFILEPATH of repo-server and cmp-server
 	Spokeforge     string // path of the spokeforge binary, "" when not built
+	FakeAWS        string // path of the test/e2e/fakeaws binary, built with spokeforge
 
 	Processes map[string]*Process
 
@@ -498,8 +499,9 @@ func (h *Hub) buildSpokeforge(ctx context.Context) error {
 		return nil
 	}
 	out := filepath.Join(h.PathDir, "spokeforge")
+	fake := filepath.Join(h.PathDir, "fakeaws")
 	log := filepath.Join(h.LogDir, "build-spokeforge.log")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	cmd := exec.CommandContext(ctx, "sh", "-c", `go build -o "$1" . && go build -o "$2" ./test/e2e/fakeaws`, "build", out, fake)
 	cmd.Dir = h.opts.RepoRoot
 	b, err := cmd.CombinedOutput()
 	_ = os.WriteFile(log, b, 0o644)
@@ -510,7 +512,7 @@ func (h *Hub) buildSpokeforge(ctx context.Context) error {
 		}
 		return fmt.Errorf("go build spokeforge in %s: %v; log: %s\n%s", h.opts.RepoRoot, err, log, b)
 	}
-	h.Spokeforge = out
+	h.Spokeforge, h.FakeAWS = out, fake
 	return nil
 }
 

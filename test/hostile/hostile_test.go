@@ -2,6 +2,7 @@ package hostile
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,8 +11,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/spokeforge/spokeforge/cmp"
 	"github.com/spokeforge/spokeforge/generator"
-	"github.com/spokeforge/spokeforge/internal/cli"
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
@@ -108,10 +109,30 @@ func materialise(t *testing.T, c Case) string {
 	return root
 }
 
+// run runs a spokeforge command through the entry point the binary calls
+// for it (the binary only parses flags and prints): exit code, stdout, stderr.
 func run(args ...string) (int, string, string) {
-	var out, errs bytes.Buffer
-	code := cli.Main(args, &out, &errs)
-	return code, out.String(), errs.String()
+	switch args[0] {
+	case "validate":
+		r, errs := cmp.Validate(args[1])
+		if len(errs) > 0 {
+			return 1, "", errs.Error()
+		}
+		return 0, fmt.Sprintf("ok: %d clusters\n", len(r.Clusters)), ""
+	case "render": // render --mode MODE DIR
+		out, err := cmp.Generate(args[3], args[2], os.Getenv)
+		if err != nil {
+			return 1, string(out), err.Error()
+		}
+		return 0, string(out), ""
+	case "names":
+		_, errs := repo.Load(args[1])
+		if len(errs) > 0 {
+			return 1, "", errs.Error()
+		}
+		return 0, "names", ""
+	}
+	panic("unknown command " + args[0])
 }
 
 // TestHostileCases: validate and render refuse each case the same way.

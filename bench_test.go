@@ -1,7 +1,8 @@
-package cli
+package main
 
 import (
 	"fmt"
+	"github.com/spokeforge/spokeforge/cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,7 @@ func BenchmarkRenderSpoke(b *testing.B) {
 	getenv := func(string) string { return "" }
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Render("../../examples/gitops/clusters/gpu-east-1", "spoke", getenv); err != nil {
+		if _, err := cmp.Generate("examples/gitops/clusters/gpu-east-1", "spoke", getenv); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -66,7 +67,7 @@ func BenchmarkRenderSpokeNoOverlay(b *testing.B) {
 	getenv := func(string) string { return "" }
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Render("../../examples/gitops/clusters/gpu-west-2", "spoke", getenv); err != nil {
+		if _, err := cmp.Generate("examples/gitops/clusters/gpu-west-2", "spoke", getenv); err != nil {
 			b.Fatal(err)
 		}
 	}

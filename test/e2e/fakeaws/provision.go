@@ -1,6 +1,4 @@
-//go:build !cmponly
-
-package cli
+package main
 
 import (
 	"github.com/spokeforge/spokeforge/internal/awsfake"

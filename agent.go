@@ -1,9 +1,8 @@
 //go:build !cmponly
 
-package cli
+package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/spokeforge/spokeforge/healthchecks"
-	"github.com/spokeforge/spokeforge/internal/agent"
+	"github.com/spokeforge/spokeforge/healthchecks/agent"
 )
 
 func agentCmd(stderr io.Writer) *cobra.Command {
@@ -68,41 +67,4 @@ func agentCmd(stderr io.Writer) *cobra.Command {
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then KUBECONFIG)")
 	f.StringVar(&metricsAddr, "metrics-addr", ":8080", "address of /metrics and /healthz")
 	return cmd
-}
-
-// fakeAWSCmd serves the awsfake endpoints for demos and the e2e harness.
-func fakeAWSCmd(stdout io.Writer) *cobra.Command {
-	var addr, provision string
-	var except []string
-	cmd := &cobra.Command{
-		Use:    "fake-aws",
-		Short:  "Serve local stand-ins for the AWS APIs the checks call (demos, tests)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			return serveFakeAWS(ctx, stdout, addr, provision, except)
-		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&addr, "addr", "127.0.0.1:4566", "listen address")
-	f.StringVar(&provision, "provision", "", "cluster record folder: create every resource it derives (the role, secrets, repositories, queues, buckets)")
-	f.StringSliceVar(&except, "except", nil, "derived names to leave out of --provision (e.g. eue1-jobs)")
-	return cmd
-}
-
-func serveFakeAWS(ctx context.Context, stdout io.Writer, addr, provision string, except []string) error {
-	f, err := provisionFake(provision, except)
-	if err != nil {
-		return err
-	}
-	url, err := f.Start(addr)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fmt.Fprintf(stdout, "AWS_ENDPOINT_URL=%s\n", url)
-	<-ctx.Done()
-	return nil
 }

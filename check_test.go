@@ -1,6 +1,6 @@
 //go:build !cmponly
 
-package cli
+package main
 
 import (
 	"context"
@@ -24,10 +24,10 @@ func TestCheckBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"bad output", []string{"check", "../../examples/gitops/clusters/gpu-east-1", "-o", "yaml"}, `-o "yaml": want table or json`},
+		{"bad output", []string{"check", "examples/gitops/clusters/gpu-east-1", "-o", "yaml"}, `-o "yaml": want table or json`},
 		{"bad record", []string{"check", writeCluster(t, func(s string) string { return s + "\n  bad: [unclosed\n" })}, "invalid YAML"},
 		{"no record", []string{"check", t.TempDir()}, "cluster.yaml"},
-		{"bad kubeconfig", []string{"check", "../../examples/gitops/clusters/gpu-east-1", "--kubeconfig", "does-not-exist"}, "kubernetes client"},
+		{"bad kubeconfig", []string{"check", "examples/gitops/clusters/gpu-east-1", "--kubeconfig", "does-not-exist"}, "kubernetes client"},
 	}
 	for _, tc := range cases {
 		code, out, errOut := run(tc.args...)

@@ -1,6 +1,6 @@
 //go:build !cmponly
 
-package cli
+package main
 
 import (
 	"bufio"
@@ -24,7 +24,7 @@ func TestGeneratorBadFlags(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"generator"}, `required flag(s) "repo" not set`},
-		{[]string{"generator", "--repo", "../../examples/gitops", "--no-hub"}, "--app-repo-url is required when --repo"},
+		{[]string{"generator", "--repo", "examples/gitops", "--no-hub"}, "--app-repo-url is required when --repo"},
 		{[]string{"generator", "--repo", "git@github.com:org/gitops.git", "--no-hub"}, "--git-known-hosts-file"},
 		{[]string{"generator", "--repo", "https://git.example.com/x.git", "--no-hub", "--token-file", filepath.Join(dir, "none")}, "token file"},
 		{[]string{"generator", "--repo", "https://git.example.com/x.git", "--no-hub", "--token-file", short}, "at least 16 characters"},
@@ -50,7 +50,7 @@ func TestGeneratorStopsOnSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestGeneratorStopsOnSIGTERM$")
-	cmd.Env = append(os.Environ(), "SPOKEFORGE_TEST_GENERATOR=generator --repo ../../examples/gitops --app-repo-url https://git.example.com/g.git --no-hub --listen 127.0.0.1:0 --token-file "+token)
+	cmd.Env = append(os.Environ(), "SPOKEFORGE_TEST_GENERATOR=generator --repo examples/gitops --app-repo-url https://git.example.com/g.git --no-hub --listen 127.0.0.1:0 --token-file "+token)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

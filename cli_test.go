@@ -1,14 +1,15 @@
-package cli
+package main
 
 import (
 	"bytes"
+	"github.com/spokeforge/spokeforge/cmp"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-const exampleCluster = "../../examples/gitops/clusters/gpu-east-1/cluster.yaml"
+const exampleCluster = "examples/gitops/clusters/gpu-east-1/cluster.yaml"
 
 // writeCluster writes a cluster.yaml built by edit from the example record.
 func writeCluster(t *testing.T, edit func(string) string) string {
@@ -115,7 +116,7 @@ func TestRenderMissingRecord(t *testing.T) {
 
 func TestRenderUsesArgoCDSourcePathInErrors(t *testing.T) {
 	dir := writeCluster(t, func(s string) string { return strings.Replace(s, "zone: dc-ash1", "zone: DC", 1) })
-	_, err := Render(dir, "", func(k string) string {
+	_, err := cmp.Generate(dir, "", func(k string) string {
 		if k == "ARGOCD_APP_SOURCE_PATH" {
 			return "clusters/gpu-east-1"
 		}
@@ -127,7 +128,7 @@ func TestRenderUsesArgoCDSourcePathInErrors(t *testing.T) {
 }
 
 func TestRenderRefusesMissingESO(t *testing.T) {
-	_, err := Render("../../examples/gitops/clusters/gpu-east-1", "", func(k string) string {
+	_, err := cmp.Generate("examples/gitops/clusters/gpu-east-1", "", func(k string) string {
 		if k == "KUBE_API_VERSIONS" {
 			return "v1,apps/v1"
 		}
@@ -139,7 +140,7 @@ func TestRenderRefusesMissingESO(t *testing.T) {
 }
 
 func TestValidateRepo(t *testing.T) {
-	code, out, stderr := run("validate", "../../examples/gitops")
+	code, out, stderr := run("validate", "examples/gitops")
 	if code != 0 || !strings.Contains(out, "ok: 3 clusters") {
 		t.Fatalf("code=%d out=%q stderr=%s", code, out, stderr)
 	}
@@ -149,11 +150,11 @@ func TestValidateRepo(t *testing.T) {
 func copyRepo(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir("../../examples/gitops", func(p string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir("examples/gitops", func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel("../../examples/gitops", p)
+		rel, _ := filepath.Rel("examples/gitops", p)
 		if d.IsDir() {
 			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
@@ -205,7 +206,7 @@ func TestValidateCrossFile(t *testing.T) {
 }
 
 func TestNamesJSON(t *testing.T) {
-	code, out, stderr := run("names", "../../examples/gitops", "-o", "json")
+	code, out, stderr := run("names", "examples/gitops", "-o", "json")
 	if code != 0 {
 		t.Fatal(stderr)
 	}

@@ -1,6 +1,6 @@
 //go:build cmponly
 
-package cli
+package main
 
 import (
 	"io"

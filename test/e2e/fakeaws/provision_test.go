@@ -1,6 +1,4 @@
-//go:build !cmponly
-
-package cli
+package main
 
 import (
 	"context"
@@ -12,7 +10,7 @@ import (
 )
 
 func TestProvisionFakeLeavesOutExcept(t *testing.T) {
-	f, err := provisionFake("../../examples/gitops/clusters/gpu-east-1", []string{"eue1-jobs"})
+	f, err := provisionFake("../../../examples/gitops/clusters/gpu-east-1", []string{"eue1-jobs"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,34 +1,25 @@
-// Package cli implements the spokeforge subcommands. Every command builds
-// its whole output in memory and writes it only on success, so a failure
-// never leaves half a manifest stream on stdout.
-package cli
+package main
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spokeforge/spokeforge/cmp"
 	"io"
-	"net/url"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/spokeforge/spokeforge/cmp/render"
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
-
-// Version is set at build time with -ldflags "-X .../internal/cli.Version=...".
-var Version = "v0.1.0-dev"
 
 // exitError carries an exit code; its message is already printed.
 type exitError struct{ code int }
@@ -67,7 +58,7 @@ func versionCmd(stdout io.Writer) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(stdout, Version)
+			_, err := fmt.Fprintln(stdout, cmp.Version)
 			return err
 		},
 	}
@@ -92,8 +83,7 @@ func validateCmd(stdout, stderr io.Writer) *cobra.Command {
 			if len(args) == 1 {
 				root = args[0]
 			}
-			r, errs := repo.Load(root)
-			errs = append(errs, renderFindings(root, r, errs)...)
+			r, errs := cmp.Validate(root)
 			if len(errs) > 0 {
 				return report(stderr, errs)
 			}
@@ -105,55 +95,6 @@ func validateCmd(stdout, stderr io.Writer) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// validateRepoURL stands in for the repoURL Argo CD would pass a hub render.
-const validateRepoURL = "https://gitops.invalid/repo.git"
-
-// renderFindings renders every cluster whose record has no finding, in
-// spoke and hub mode, exactly as the CMP would: validate accepts a record
-// (and its overlay) only when render does.
-func renderFindings(root string, r *repo.Repo, known record.Errors) record.Errors {
-	bad := map[string]bool{}
-	for _, e := range known {
-		bad[e.File] = true
-	}
-	var out record.Errors
-	for _, c := range r.Clusters {
-		if bad[c.File] {
-			continue
-		}
-		rel := path.Dir(c.File)
-		env := func(k string) string {
-			switch k {
-			case "ARGOCD_APP_SOURCE_REPO_URL":
-				return validateRepoURL
-			case "ARGOCD_APP_SOURCE_PATH":
-				return rel
-			}
-			return ""
-		}
-		for _, mode := range []string{ModeSpoke, ModeHub} {
-			if _, err := renderDir(filepath.Join(root, filepath.FromSlash(rel)), rel, mode, env); err != nil {
-				out = append(out, asFindings(rel, err)...)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// asFindings turns a render error into findings.
-func asFindings(display string, err error) record.Errors {
-	var errs record.Errors
-	if errors.As(err, &errs) {
-		return errs
-	}
-	var oe *render.OverlayError
-	if errors.As(err, &oe) {
-		return record.Errors{{File: oe.File, Line: oe.Line, Msg: oe.Msg}}
-	}
-	return record.Errors{{File: display, Msg: err.Error()}}
 }
 
 func namesCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -237,40 +178,6 @@ func writeNamesTable(w io.Writer, all []*names.Names) {
 	tw.Flush()
 }
 
-// env reads a variable from the process environment.
-type env func(string) string
-
-// params decodes ARGOCD_APP_PARAMETERS ([{"name":..,"string":..}]).
-func params(getenv env) (map[string]string, error) {
-	out := map[string]string{}
-	raw := getenv("ARGOCD_APP_PARAMETERS")
-	if strings.TrimSpace(raw) == "" {
-		return out, nil
-	}
-	var list []struct {
-		Name   string `json:"name"`
-		String string `json:"string"`
-	}
-	if err := json.Unmarshal([]byte(raw), &list); err != nil {
-		return nil, fmt.Errorf("ARGOCD_APP_PARAMETERS is not Argo CD's parameter JSON: %v", err)
-	}
-	for _, p := range list {
-		out[p.Name] = p.String
-	}
-	return out, nil
-}
-
-// Render modes.
-const (
-	ModeSpoke    = "spoke"
-	ModeHub      = "hub"
-	ModeProjects = "projects"
-)
-
-// DefaultRenderTimeout bounds a whole render; Argo CD's own exec timeout
-// (ARGOCD_EXEC_TIMEOUT) is 90 s.
-const DefaultRenderTimeout = 30 * time.Second
-
 func renderCmd(stdout, stderr io.Writer) *cobra.Command {
 	var mode string
 	var timeout time.Duration
@@ -295,7 +202,7 @@ On any error nothing is printed on stdout and the exit code is 1.`,
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(400)
 			}
-			out, err := renderWithin(timeout, func() ([]byte, error) { return Render(dir, mode, os.Getenv) })
+			out, err := renderWithin(timeout, func() ([]byte, error) { return cmp.Generate(dir, mode, os.Getenv) })
 			if err != nil {
 				var errs record.Errors
 				if errors.As(err, &errs) {
@@ -311,6 +218,10 @@ On any error nothing is printed on stdout and the exit code is 1.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", DefaultRenderTimeout, "stop a render that takes longer, printing nothing")
 	return cmd
 }
+
+// DefaultRenderTimeout bounds a whole render; Argo CD's own exec timeout
+// (ARGOCD_EXEC_TIMEOUT) is 90 s.
+const DefaultRenderTimeout = 30 * time.Second
 
 // renderWithin runs fn and gives up after d: the process exits with the
 // error, nothing printed, whatever fn was doing.
@@ -332,125 +243,6 @@ func renderWithin(d time.Duration, fn func() ([]byte, error)) ([]byte, error) {
 	case <-t.C:
 		return nil, fmt.Errorf("the render took longer than %s and was stopped; nothing was printed", d)
 	}
-}
-
-// Render produces the manifests for dir in mode, from Argo CD's build
-// environment. It never returns an empty stream without an error.
-func Render(dir, mode string, getenv env) ([]byte, error) {
-	mode, opts, err := renderOptions(mode, getenv)
-	if err != nil {
-		return nil, err
-	}
-	displayDir := dir
-	if dir == "." && opts.SourcePath != "" {
-		displayDir = opts.SourcePath
-	}
-	return render1(dir, displayDir, mode, opts)
-}
-
-// renderOptions reads the mode and options from flags and Argo CD's build environment.
-func renderOptions(mode string, getenv env) (string, render.Options, error) {
-	ps, err := params(getenv)
-	if err != nil {
-		return "", render.Options{}, err
-	}
-	if mode == "" {
-		mode = ps["mode"]
-	}
-	if mode == "" {
-		mode = getenv("ARGOCD_ENV_SPOKEFORGE_MODE")
-	}
-	if mode == "" {
-		mode = ModeSpoke
-	}
-	eso, err := render.ESOVersionFor(getenv("KUBE_API_VERSIONS"))
-	if err != nil && mode != ModeProjects {
-		return "", render.Options{}, err
-	}
-	opts := render.Options{
-		Image:          firstNonEmpty(ps["image"], getenv("ARGOCD_ENV_SPOKEFORGE_IMAGE"), "ghcr.io/spokeforge/spokeforge:"+Version),
-		ESOVersion:     eso,
-		ArgoNamespace:  firstNonEmpty(getenv("ARGOCD_ENV_ARGOCD_NAMESPACE"), "argocd"),
-		HubSecretStore: firstNonEmpty(ps["hubSecretStore"], getenv("ARGOCD_ENV_HUB_SECRET_STORE"), "spokeforge-hub"),
-		RepoURL:        getenv("ARGOCD_APP_SOURCE_REPO_URL"),
-		TargetRevision: firstNonEmpty(getenv("ARGOCD_APP_SOURCE_TARGET_REVISION"), "HEAD"),
-		SourcePath:     getenv("ARGOCD_APP_SOURCE_PATH"),
-	}
-	if u, err := url.Parse(opts.RepoURL); err == nil && u.User != nil {
-		// Never copied into hub Applications, never repeated.
-		return "", render.Options{}, fmt.Errorf("ARGOCD_APP_SOURCE_REPO_URL carries user information: use Argo CD repository credentials instead")
-	}
-	return mode, opts, nil
-}
-
-// renderDir is Render with the directory's display name given.
-func renderDir(dir, displayDir, mode string, getenv env) ([]byte, error) {
-	mode, opts, err := renderOptions(mode, getenv)
-	if err != nil {
-		return nil, err
-	}
-	return render1(dir, displayDir, mode, opts)
-}
-
-func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) {
-	var err error
-	var objs []render.Object
-	var overlay render.Overlay
-	switch mode {
-	case ModeSpoke, ModeHub:
-		e, errs := repo.LoadCluster(dir, displayDir)
-		if len(errs) > 0 {
-			return nil, errs
-		}
-		if mode == ModeSpoke {
-			objs, err = render.Spoke(e, opts)
-			overlay = render.Overlay{Dir: dir, Display: displayDir, InCluster: e.Cluster.Spec.Connection.InCluster}
-		} else {
-			if opts.SourcePath == "" {
-				opts.SourcePath = e.Names.ArgoCD.ComponentsPath
-			}
-			objs, err = render.Hub(e, opts)
-		}
-	case ModeProjects:
-		r, errs := repo.Load(dir)
-		if len(errs) > 0 {
-			return nil, errs
-		}
-		objs, err = render.Projects(r.Clusters, r.Orgs, opts)
-	default:
-		return nil, fmt.Errorf("mode %q: want spoke, hub or projects", mode)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) == 0 {
-		return nil, fmt.Errorf("rendered no objects for %s in mode %s: refusing to print an empty stream, which would let Argo CD prune everything", displayDir, mode)
-	}
-	render.Sort(objs)
-	var buf bytes.Buffer
-	if err := render.Write(&buf, objs); err != nil {
-		return nil, err
-	}
-	out := buf.Bytes()
-	if mode == ModeSpoke {
-		// Overlays apply to the spoke only: hub and projects output is
-		// spokeforge's alone, so nothing in a cluster directory adds objects
-		// to the management cluster's argocd namespace.
-		if overlay.File, err = render.FindOverlay(dir); err != nil {
-			return nil, err
-		}
-		if overlay.File != "" {
-			out, err = overlay.Apply(objs, out)
-			if err != nil {
-				return nil, err
-			}
-			if len(bytes.TrimSpace(out)) == 0 {
-				return nil, fmt.Errorf("%s/%s produced no objects: refusing to print an empty stream", displayDir, overlay.File)
-			}
-			out = append(out, '\n')
-		}
-	}
-	return out, nil
 }
 
 func firstNonEmpty(vs ...string) string {
