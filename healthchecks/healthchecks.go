@@ -24,7 +24,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-
 )
 
 // State of one boundary.

@@ -3,7 +3,6 @@ package healthchecks
 import (
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"time"
-
 )
 
 // Condition maps a result onto an Onboarding condition (Cluster API style:
