@@ -23,9 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/spokeforge/spokeforge/cmp/render"
 	"github.com/spokeforge/spokeforge/healthchecks"
-	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/onboarding"
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
@@ -134,7 +132,7 @@ only pending, 1 bad input.`,
 			if err != nil {
 				return err
 			}
-			spec := onboarding.SpecFor(e.Cluster, e.Names, func(d v1alpha1.Device) string { return render.PVName(e.Cluster.Metadata.Name, d) })
+			spec := onboarding.SpecFor(e.Cluster, e.Names)
 			rep := healthchecks.Run(ctx, healthchecks.Config{
 				Spec: spec, Kube: kc, Dynamic: dc, Identity: id, AWS: awsCfg, S3PathStyle: path,
 				CallTimeout: af.callTimeout, ProbePVC: probe,

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"fmt"
+	"github.com/spokeforge/spokeforge/internal/names"
 	"sync"
 )
 
@@ -155,7 +156,7 @@ func registration(hub Hub, cluster string, inCluster bool) (why, string) {
 	if !inCluster && !hub.ClusterSecret(cluster) {
 		return whyNoSecret, ""
 	}
-	app, ok := hub.Application("spoke-" + cluster)
+	app, ok := hub.Application(names.SpokeApplication(cluster))
 	switch {
 	case !ok:
 		return whyNoSpokeApp, ""
@@ -175,7 +176,7 @@ func (p *Placer) wasPlaced(hub Hub, s *Snapshot, z *zoneEntry) bool {
 	if ok && c == z.Cluster {
 		return true
 	}
-	app, ok := hub.Application("product-" + z.Zone)
+	app, ok := hub.Application(names.ZoneApplication(z.Zone))
 	return ok && app.Destination == s.destination(z.Cluster)
 }
 

@@ -8,9 +8,7 @@ package render
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -65,8 +63,15 @@ var Encoders = template.FuncMap{
 
 var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Funcs(Encoders).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
 
-// Boundaries in sync-wave order (seed 000), after the foundation wave.
-var Boundaries = []string{"foundation", "identity", "secrets", "certificates", "registry", "queues", "storage", "workload"}
+// Boundaries are the render's boundary labels in sync-wave order: the
+// foundation wave (namespaces, CRD), then v1alpha1.Boundaries, lowercased.
+var Boundaries = func() []string {
+	bs := []string{"foundation"}
+	for _, b := range v1alpha1.Boundaries {
+		bs = append(bs, strings.ToLower(b))
+	}
+	return bs
+}()
 
 // hubWaves order the hub objects of a cluster: its cluster Secret first,
 // then the spoke Application, then workloads — which with the Application
@@ -159,7 +164,7 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 			storageClass = s.Storage.StorageClass
 		}
 		for _, d := range s.Storage.Devices {
-			devices = append(devices, device{Device: d, PVName: PVName(c.Metadata.Name, d)})
+			devices = append(devices, device{Device: d, PVName: names.PVName(c.Metadata.Name, d)})
 		}
 	}
 	session := s.Identity.SessionDurationSeconds
@@ -170,7 +175,7 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded Onboarding CRD: %w", err)
 	}
-	spec := onboarding.SpecFor(c, n, func(d v1alpha1.Device) string { return PVName(c.Metadata.Name, d) })
+	spec := onboarding.SpecFor(c, n)
 	data := map[string]any{
 		"C": c, "N": n, "SystemNamespace": SystemNamespace,
 		"OnboardingSpec":       spec,
@@ -188,11 +193,6 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 	return execute("spoke.yaml.tmpl", data, c.Metadata.Name)
 }
 
-// PVName is the PersistentVolume of a device: stable for the same node and path.
-func PVName(cluster string, d v1alpha1.Device) string {
-	sum := sha256.Sum256([]byte(d.Node + "\x00" + d.Path))
-	return fmt.Sprintf("%s-%s", cluster, hex.EncodeToString(sum[:5]))
-}
 
 // Hub renders the hub-side objects for one cluster: the ExternalSecret
 // that delivers its Argo CD cluster Secret, its spoke Application and its

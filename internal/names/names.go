@@ -6,6 +6,8 @@
 package names
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -108,9 +110,9 @@ func Derive(c *v1alpha1.Cluster) (*Names, []FieldError) {
 		SecretPath:  strings.Join([]string{s.Account, s.Region, s.Zone, s.Provider, name}, "/"),
 		RegistryURL: fmt.Sprintf("%s.dkr.ecr.%s.amazonaws.com", s.AccountID, s.Region),
 		ArgoCD: ArgoCDNames{
-			AppOfApps:      "registry-" + name,
-			ClusterSecret:  "cluster-" + name,
-			SpokeApp:       "spoke-" + name,
+			AppOfApps:      AppOfApps(name),
+			ClusterSecret:  ClusterSecret(name),
+			SpokeApp:       SpokeApplication(name),
 			ComponentsPath: "clusters/" + name,
 		},
 	}
@@ -200,5 +202,21 @@ func s3Problem(b string) string {
 // ZoneApplication is the Argo CD Application name of a zone.
 func ZoneApplication(zone string) string { return "product-" + zone }
 
+// AppOfApps is the Argo CD app-of-apps of a cluster (hub mode).
+func AppOfApps(cluster string) string { return "registry-" + cluster }
+
+// ClusterSecret is the Argo CD cluster Secret of a cluster.
+func ClusterSecret(cluster string) string { return "cluster-" + cluster }
+
+// SpokeApplication is the Argo CD Application that syncs a cluster's spoke.
+func SpokeApplication(cluster string) string { return "spoke-" + cluster }
+
 // OrgProject is the AppProject of an org's zones.
 func OrgProject(org string) string { return "org-" + org }
+
+// PVName is the PersistentVolume the CMP renders for a device: stable for
+// the same node and path, and what the agent checks for.
+func PVName(cluster string, d v1alpha1.Device) string {
+	sum := sha256.Sum256([]byte(d.Node + "\x00" + d.Path))
+	return fmt.Sprintf("%s-%s", cluster, hex.EncodeToString(sum[:5]))
+}

@@ -32,12 +32,8 @@ const (
 	DefaultStorageClass = "spokeforge-local-block"
 )
 
-// PVName is the PersistentVolume name the CMP gives a device.
-type PVNamer func(d v1alpha1.Device) string
-
 // SpecFor derives the Onboarding spec from a cluster record and its names.
-// pvName names each device's PersistentVolume as the renderer does.
-func SpecFor(c *v1alpha1.Cluster, n *names.Names, pvName PVNamer) v1alpha1.OnboardingSpec {
+func SpecFor(c *v1alpha1.Cluster, n *names.Names) v1alpha1.OnboardingSpec {
 	s := c.Spec
 	sp := v1alpha1.OnboardingSpec{
 		Cluster: c.Metadata.Name, Subject: n.Subject, AccountID: s.AccountID, Region: s.Region,
@@ -73,7 +69,7 @@ func SpecFor(c *v1alpha1.Cluster, n *names.Names, pvName PVNamer) v1alpha1.Onboa
 			sp.StorageClass = s.Storage.StorageClass
 		}
 		for _, d := range s.Storage.Devices {
-			sp.Volumes = append(sp.Volumes, pvName(d))
+			sp.Volumes = append(sp.Volumes, names.PVName(c.Metadata.Name, d))
 		}
 	}
 	if s.GPU != nil {

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
-	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/safefile"
 	"github.com/spokeforge/spokeforge/internal/validate"
@@ -89,7 +88,7 @@ func ParseCluster(display string, data []byte) (validate.ClusterEntry, record.Er
 
 func checkCluster(display, dirName string, lines record.Lines, c *v1alpha1.Cluster) (validate.ClusterEntry, record.Errors) {
 	e := validate.ClusterEntry{Loc: validate.Loc{File: display, Lines: lines}, Cluster: c}
-	errs := validate.Cluster(display, lines, c)
+	n, errs := validate.Cluster(display, lines, c)
 	// One identity per record: the directory names the cluster, so a record
 	// cannot render or be placed as another cluster than its path says.
 	if n := c.Metadata.Name; dirName != "" && n != "" && n != dirName {
@@ -99,7 +98,7 @@ func checkCluster(display, dirName string, lines record.Lines, c *v1alpha1.Clust
 	if len(errs) > 0 {
 		return e, errs
 	}
-	e.Names, _ = names.Derive(c)
+	e.Names = n
 	return e, nil
 }
 

@@ -54,7 +54,7 @@ func Product(file string, lines record.Lines, p *v1alpha1.Product) record.Errors
 	}
 	for i, z := range p.Spec.Delivery.Zones {
 		zp := fmt.Sprintf("spec.delivery.zones[%d]", i)
-		c.slug(zp+".name", z.Name, 63-len("product-"))
+		c.slug(zp+".name", z.Name, 63-len(names.ZoneApplication("")))
 		c.slug(zp+".environment", z.Environment, 32)
 		if z.Namespace != "" {
 			c.slug(zp+".namespace", z.Namespace, 63)

@@ -63,8 +63,10 @@ func (c *checker) header(apiVersion, kind, want string) {
 	}
 }
 
-// Cluster checks one Cluster record and the names derived from it.
-func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) record.Errors {
+// Cluster checks one Cluster record and derives its names, once: a name
+// that breaks a service's rules is a finding on the record field it came
+// from. The names are nil when the record has findings.
+func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) (*names.Names, record.Errors) {
 	c := &checker{file: file, lines: lines}
 	c.header(cl.APIVersion, cl.Kind, v1alpha1.KindCluster)
 	name := cl.Metadata.Name
@@ -99,13 +101,18 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) record.Error
 	c.storage(s.Storage)
 	c.workloads(name, s)
 
+	var n *names.Names
 	if namesDerivable(c.errs) {
-		_, nerrs := names.Derive(cl)
+		var nerrs []names.FieldError
+		n, nerrs = names.Derive(cl)
 		for _, e := range nerrs {
 			c.fail(e.Path, "%s", e.Msg)
 		}
 	}
-	return c.errs
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return n, nil
 }
 
 // namesDerivable reports whether checking derived names adds anything:
