@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spokeforge/spokeforge/internal/names"
@@ -102,7 +101,7 @@ func withoutUnknownClusterRefs(r *repo.Repo, errs record.Errors) record.Errors {
 	}
 	var out record.Errors
 	for _, e := range errs {
-		if strings.HasPrefix(e.Msg, "unknown cluster ") {
+		if e.Code == record.CodeUnknownCluster {
 			if m := zoneClusterPath.FindStringSubmatch(e.Path); m != nil {
 				if p, ok := products[e.File]; ok {
 					i, _ := strconv.Atoi(m[1])

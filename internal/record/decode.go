@@ -25,7 +25,22 @@ type Error struct {
 	Line int
 	Path string
 	Msg  string
+	// Code names the rule that made the finding, for programs that act on
+	// findings (the generator); empty for field-level checks.
+	Code Code
 }
+
+// Code names a cross-record rule.
+type Code string
+
+// Codes of the rules that span records (internal/validate.CrossFile).
+const (
+	CodeUnknownCluster     Code = "UnknownCluster"
+	CodeDuplicateCluster   Code = "DuplicateCluster"
+	CodeCloudNameCollision Code = "CloudNameCollision"
+	CodeUnknownOrg         Code = "UnknownOrg"
+	CodeDuplicateZone      Code = "DuplicateZone"
+)
 
 func (e Error) Error() string {
 	msg := Redact(e.Msg)

@@ -100,8 +100,13 @@ type (
 	}
 )
 
-func (l Loc) err(path, format string, args ...any) record.Error {
-	return record.Error{File: l.File, Line: l.Lines.Line(path), Path: path, Msg: fmt.Sprintf(format, args...)}
+func (l Loc) err(code record.Code, path, format string, args ...any) record.Error {
+	return record.Error{File: l.File, Line: l.Lines.Line(path), Path: path, Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// unknownCluster is the finding for a reference to a cluster without a record.
+func (l Loc) unknownCluster(path, cluster string) record.Error {
+	return l.err(record.CodeUnknownCluster, path, "unknown cluster %q (no clusters/%s/cluster.yaml)", cluster, cluster)
 }
 
 // CrossFile checks the rules that span records: colliding cloud names,
@@ -118,7 +123,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 	claim := func(e ClusterEntry, kind, name, field string) {
 		key := kind + "\x00" + name
 		if prev, ok := cloud[key]; ok && prev.e.Cluster.Metadata.Name != e.Cluster.Metadata.Name {
-			errs = append(errs, e.err(field, "derived %s %q collides with cluster %s (%s:%d %s)",
+			errs = append(errs, e.err(record.CodeCloudNameCollision, field, "derived %s %q collides with cluster %s (%s:%d %s)",
 				kind, name, prev.e.Cluster.Metadata.Name, prev.e.File, prev.e.Lines.Line(prev.field), prev.field))
 			return
 		}
@@ -127,7 +132,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 	for _, e := range clusters {
 		n := e.Cluster.Metadata.Name
 		if prev, dup := known[n]; dup {
-			errs = append(errs, e.err("metadata.name", "cluster %q is also defined in %s", n, prev.File))
+			errs = append(errs, e.err(record.CodeDuplicateCluster, "metadata.name", "cluster %q is also defined in %s", n, prev.File))
 			continue
 		}
 		known[n] = e
@@ -151,25 +156,25 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		orgNames[o.Org.Metadata.Name] = true
 		for i, cl := range o.Org.Spec.ClusterAllowlist {
 			if _, ok := known[cl]; !ok {
-				errs = append(errs, o.err(fmt.Sprintf("spec.clusterAllowlist[%d]", i), "unknown cluster %q (no clusters/%s/cluster.yaml)", cl, cl))
+				errs = append(errs, o.unknownCluster(fmt.Sprintf("spec.clusterAllowlist[%d]", i), cl))
 			}
 		}
 	}
 	zones := map[string]Loc{}
 	for _, p := range products {
 		if !orgNames[p.Org] {
-			errs = append(errs, p.err("metadata.name", "product of unknown org %q (no orgs/%s.yaml)", p.Org, p.Org))
+			errs = append(errs, p.err(record.CodeUnknownOrg, "metadata.name", "product of unknown org %q (no orgs/%s.yaml)", p.Org, p.Org))
 		}
 		for i, z := range p.Product.Spec.Delivery.Zones {
 			zp := fmt.Sprintf("spec.delivery.zones[%d]", i)
 			if prev, dup := zones[z.Name]; dup {
-				errs = append(errs, p.err(zp+".name", "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
+				errs = append(errs, p.err(record.CodeDuplicateZone, zp+".name", "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
 			} else {
 				zones[z.Name] = p.Loc
 			}
 			if z.Cluster != "" {
 				if _, ok := known[z.Cluster]; !ok {
-					errs = append(errs, p.err(zp+".cluster", "unknown cluster %q (no clusters/%s/cluster.yaml)", z.Cluster, z.Cluster))
+					errs = append(errs, p.unknownCluster(zp+".cluster", z.Cluster))
 				}
 			}
 		}
