@@ -2,7 +2,7 @@
 // generator: an HTTP service that answers Argo CD's
 // POST /api/v1/getparams.execute with one parameter set per cluster record
 // (kind: clusters, for the app-of-apps) or per zone that may be placed
-// (kind: zones, seed 001's placement rules).
+// (kind: zones, the placement rules of docs/generator.md).
 //
 // It reads the gitops repo as whole validated snapshots (an invalid commit
 // keeps the last good one) and the hub's Argo CD cluster Secrets and
@@ -10,4 +10,8 @@
 // whole truth it answers an error, never a shorter list: Argo CD's
 // ApplicationSet controller keeps existing Applications on an error but
 // deletes them on a 200 that lacks them.
+//
+// Neighbours: cmp/ renders what a generated Application deploys (the
+// app-of-apps runs the CMP in hub mode); generator/ only decides which
+// Applications exist and where they point.
 package generator

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Outcome of a zone's placement (seed 001).
+// Outcome of a zone's placement (docs/generator.md, "Placement").
 type Outcome string
 
 // Outcomes.
@@ -83,7 +83,7 @@ const (
 	whySpokeUnhealthy
 )
 
-// decide applies seed 001's rules to z. The caller has checked hub.Ready.
+// decide applies the placement rules of docs/generator.md to z. The caller has checked hub.Ready.
 func (p *Placer) decide(s *Snapshot, hub Hub, z *zoneEntry) Decision {
 	d := Decision{Org: z.Org, Product: z.Product, Zone: z.Zone, Environment: z.Environment, Cluster: z.Cluster}
 	if z.Cluster == "" {

@@ -18,7 +18,7 @@ import (
 // PluginName is the Config Management Plugin the generated Applications use.
 const PluginName = "spokeforge"
 
-// AppOfAppsSyncWave is the sync wave of the app-of-apps registry-<cluster> (seed 001).
+// AppOfAppsSyncWave is the sync wave of the app-of-apps registry-<cluster> (docs/generator.md).
 const AppOfAppsSyncWave = "50"
 
 // AppSource is where the generated Applications read the gitops repo, as
@@ -64,7 +64,7 @@ type Destination struct {
 
 // LoadSnapshot reads and validates every record of fsys. Zones and
 // allowlist entries naming a cluster with no record are not repo errors
-// here: seed 001 makes them a per-zone rejection, so removing a cluster
+// here: the placement rules make them a per-zone rejection, so removing a cluster
 // record withdraws its zones instead of freezing the whole repo. Every
 // other finding rejects the snapshot.
 func LoadSnapshot(fsys fs.FS, commit string, src AppSource) (*Snapshot, record.Errors) {

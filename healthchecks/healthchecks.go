@@ -1,17 +1,3 @@
-// Package healthchecks checks a spoke's onboarding contracts for real, one
-// checker per boundary in seed 000's order — identity → secrets →
-// certificates → registry → queues → storage → workload — and reports the
-// first failed boundary in a sentence a person can act on ("the workload
-// identity is valid, but the queue eue1-jobs has not been provisioned").
-//
-// AWS is reached through aws-sdk-go-v2 with the credentials the identity
-// check obtained from IAM Roles Anywhere, so every later AWS check proves
-// the workload identity can do what workloads need. Kubernetes is read
-// through client-go. Transient errors (throttling, 5xx, timeouts, and
-// eventually consistent not-founds) are retried with capped backoff; what
-// is still transient afterwards is Pending, hard errors are Failed. The
-// checks only read (the optional PVC probe creates and deletes one claim),
-// so running them twice changes nothing.
 package healthchecks
 
 import (
@@ -198,7 +184,7 @@ var passPhrase = map[string]string{
 }
 
 // Summarise names the first boundary, in order, that did not pass and says
-// what held before it, in seed 000's style.
+// what held before it (docs/contracts.md).
 func Summarise(results []Result) (first, sentence string) {
 	var held []string
 	identity := false

@@ -475,7 +475,7 @@ func (r *run) gpuNode(b *builder, node *corev1.Node, g v1alpha1.GPUTopology) {
 	b.pass(check, "%d x %s allocatable (%s), labels match", n, g.Product, GPUResource)
 }
 
-// connected reads what seed 001's Connected condition reports.
+// connected reads what the Connected facts report (docs/contracts.md).
 func (r *run) connected(ctx context.Context) *v1alpha1.Connected {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()

@@ -1,5 +1,7 @@
 // Package lua holds spokeforge's Argo CD custom health checks and the code
-// that packages them for argocd-cm.
+// that packages them for argocd-cm. The scripts check nothing themselves:
+// they read the status the agent (healthchecks/) wrote, or the status
+// cert-manager and External Secrets wrote, and turn it into Argo CD health.
 //
 // The scripts live in Argo CD's resource_customizations layout,
 // lua/<group>/<Kind>/{health.lua,health_test.yaml,testdata/}, and are written

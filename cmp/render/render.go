@@ -193,7 +193,6 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 	return execute("spoke.yaml.tmpl", data, c.Metadata.Name)
 }
 
-
 // Hub renders the hub-side objects for one cluster: the ExternalSecret
 // that delivers its Argo CD cluster Secret, its spoke Application and its
 // workload Applications.

@@ -30,7 +30,7 @@ var (
 	devicePathRE  = regexp.MustCompile(`^/dev/[A-Za-z0-9._:/+-]+$`)
 )
 
-// MaxClusterName is the longest cluster name (seed 001).
+// MaxClusterName is the longest cluster name (docs/records.md).
 const MaxClusterName = 42
 
 type checker struct {

@@ -19,7 +19,7 @@ type ObjectMeta struct {
 	Labels map[string]string `json:"labels,omitempty"`
 }
 
-// Cluster is one spoke: its abstract identity (seed 000) and the facts
+// Cluster is one spoke: its abstract identity (docs/records.md) and the facts
 // onboarding needs. Everything spokeforge renders or names derives from it.
 type Cluster struct {
 	APIVersion string      `json:"apiVersion" jsonschema:"required,enum=spokeforge.io/v1alpha1"`
