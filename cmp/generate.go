@@ -96,6 +96,9 @@ func params(getenv Env) (map[string]string, error) {
 		return nil, fmt.Errorf("ARGOCD_APP_PARAMETERS is not Argo CD's parameter JSON: %v", err)
 	}
 	for _, p := range list {
+		if _, _, bad := record.ControlChar(p.Name + p.String); bad {
+			return nil, fmt.Errorf("plugin parameter %q holds a control or invisible character", record.Redact(strings.ToValidUTF8(p.Name, "?")))
+		}
 		out[p.Name] = p.String
 	}
 	return out, nil
@@ -142,6 +145,12 @@ func renderOptions(mode string, getenv Env) (string, render.Options, error) {
 	eso, err := render.ESOVersionFor(getenv("KUBE_API_VERSIONS"))
 	if err != nil && mode != ModeProjects {
 		return "", render.Options{}, err
+	}
+	for _, k := range []string{"ARGOCD_ENV_SPOKEFORGE_IMAGE", "ARGOCD_ENV_ARGOCD_NAMESPACE", "ARGOCD_ENV_HUB_SECRET_STORE", "ARGOCD_ENV_SPOKEFORGE_MODE",
+		"ARGOCD_APP_SOURCE_REPO_URL", "ARGOCD_APP_SOURCE_TARGET_REVISION", "ARGOCD_APP_SOURCE_PATH"} {
+		if _, _, bad := record.ControlChar(getenv(k)); bad {
+			return "", render.Options{}, fmt.Errorf("%s holds a control or invisible character", k)
+		}
 	}
 	opts := render.Options{
 		Image:          firstNonEmpty(ps["image"], getenv("ARGOCD_ENV_SPOKEFORGE_IMAGE"), "ghcr.io/spokeforge/spokeforge:"+Version),

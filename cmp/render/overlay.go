@@ -244,7 +244,9 @@ func (c *overlayChecker) kustomization(name string) error {
 			err = c.eachString(name, k.Value, v, func(line int, p string) error { return c.local(name, dir, k.Value, line, p, false) })
 		case "patchesStrategicMerge":
 			err = c.eachString(name, k.Value, v, func(line int, p string) error {
-				if strings.ContainsAny(p, "\n:") { // an inline patch
+				// An inline patch spans lines (or is a flow mapping); anything
+				// else is a path, which must be local like every other.
+				if strings.Contains(p, "\n") || strings.HasPrefix(strings.TrimSpace(p), "{") {
 					c.patchRefs = append(c.patchRefs, patchRef{fmt.Sprintf("%s:%d", path.Join(c.display, name), line), p})
 					return nil
 				}
