@@ -61,7 +61,7 @@ var Encoders = template.FuncMap{
 	},
 }
 
-var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Funcs(Encoders).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
+var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Funcs(Encoders).Funcs(template.FuncMap{"workloadApplication": names.WorkloadApplication}).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
 
 // Boundaries are the render's boundary labels in sync-wave order: the
 // foundation wave (namespaces, CRD), then v1alpha1.Boundaries, lowercased.

@@ -220,3 +220,6 @@ func PVName(cluster string, d v1alpha1.Device) string {
 	sum := sha256.Sum256([]byte(d.Node + "\x00" + d.Path))
 	return fmt.Sprintf("%s-%s", cluster, hex.EncodeToString(sum[:5]))
 }
+
+// WorkloadApplication is the Argo CD Application of a record's workload.
+func WorkloadApplication(cluster, workload string) string { return cluster + "-" + workload }

@@ -38,7 +38,7 @@ func SpecFor(c *v1alpha1.Cluster, n *names.Names) v1alpha1.OnboardingSpec {
 	sp := v1alpha1.OnboardingSpec{
 		Cluster: c.Metadata.Name, Subject: n.Subject, AccountID: s.AccountID, Region: s.Region,
 		IAMRoleArn: n.IAMRoleArn, TrustAnchorArn: s.Identity.TrustAnchorArn, ProfileArn: s.Identity.ProfileArn,
-		SecretPath: n.SecretPath, Boundaries: v1alpha1.Boundaries, ClusterSecretStore: ClusterSecretStore,
+		SecretPath: n.SecretPath, Boundaries: append([]string(nil), v1alpha1.Boundaries...), ClusterSecretStore: ClusterSecretStore,
 		Certificates: []v1alpha1.ObjectRef{{Namespace: SystemNamespace, Name: IdentityCertificate}},
 	}
 	for i, x := range s.Secrets {

@@ -40,6 +40,7 @@ const (
 	CodeCloudNameCollision Code = "CloudNameCollision"
 	CodeUnknownOrg         Code = "UnknownOrg"
 	CodeDuplicateZone      Code = "DuplicateZone"
+	CodeApplicationClash   Code = "ApplicationNameCollision"
 )
 
 func (e Error) Error() string {

@@ -111,7 +111,8 @@ func (l Loc) unknownCluster(path, cluster string) record.Error {
 
 // CrossFile checks the rules that span records: colliding cloud names,
 // allowlists and zones naming unknown clusters, products of unknown orgs,
-// duplicate zone names and duplicate cluster names.
+// duplicate zone names, duplicate cluster names and two records deriving
+// the same Argo CD Application name.
 func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry) record.Errors {
 	var errs record.Errors
 	known := map[string]ClusterEntry{}
@@ -129,6 +130,16 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		}
 		cloud[key] = owner{e, field}
 	}
+	// Every Argo CD Application the repo makes lives in one namespace: two
+	// records may not derive the same name.
+	apps := map[string]Loc{}
+	claimApp := func(l Loc, path, app string) {
+		if prev, ok := apps[app]; ok && prev.File != l.File {
+			errs = append(errs, l.err(record.CodeApplicationClash, path, "the Argo CD Application %q is also made by %s", app, prev.File))
+			return
+		}
+		apps[app] = l
+	}
 	for _, e := range clusters {
 		n := e.Cluster.Metadata.Name
 		if prev, dup := known[n]; dup {
@@ -138,6 +149,11 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		known[n] = e
 		if e.Names == nil {
 			continue
+		}
+		claimApp(e.Loc, "metadata.name", names.SpokeApplication(n))
+		claimApp(e.Loc, "metadata.name", names.AppOfApps(n))
+		for i, w := range e.Cluster.Spec.Workloads {
+			claimApp(e.Loc, fmt.Sprintf("spec.workloads[%d].name", i), names.WorkloadApplication(n, w.Name))
 		}
 		claim(e, "IAM role", e.Names.IAMRole, "spec.shortName")
 		claim(e, "secret path", e.Names.SecretPath, "spec")
@@ -171,6 +187,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 				errs = append(errs, p.err(record.CodeDuplicateZone, zp+".name", "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
 			} else {
 				zones[z.Name] = p.Loc
+				claimApp(p.Loc, zp+".name", names.ZoneApplication(z.Name))
 			}
 			if z.Cluster != "" {
 				if _, ok := known[z.Cluster]; !ok {

@@ -116,10 +116,11 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) (*names.Name
 }
 
 // namesDerivable reports whether checking derived names adds anything:
-// not when their inputs (name, shortName) are already reported broken.
+// not when their inputs (name, identity fields) are already reported broken.
 func namesDerivable(errs record.Errors) bool {
 	for _, e := range errs {
-		if e.Path == "metadata.name" || e.Path == "spec.shortName" {
+		switch e.Path {
+		case "metadata.name", "spec.shortName", "spec.account", "spec.environment", "spec.region", "spec.zone", "spec.provider", "spec.accountID":
 			return false
 		}
 	}
@@ -277,8 +278,8 @@ func (c *checker) serverURL(p, v string) {
 		c.fail(p, "must not carry user information (user:password@): credentials live in Secrets Manager under the cluster's secret path")
 	case u.Scheme != "https" || u.Host == "" || u.Opaque != "":
 		c.fail(p, "%q must be an https URL with a host", v)
-	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(v, "?#"):
-		c.fail(p, "%q must not have a query or fragment", v)
+	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(v, "?# "):
+		c.fail(p, "%q must not have a query, fragment or spaces", v)
 	}
 }
 
@@ -415,6 +416,9 @@ func (c *checker) storage(st *v1alpha1.Storage) {
 	}
 	seen := map[string]int{}
 	for i, d := range st.Devices {
+		if strings.Contains(d.Path, "/..") || strings.Contains(d.Path, "/./") {
+			c.fail(fmt.Sprintf("spec.storage.devices[%d].path", i), "%q must be a clean path under /dev", d.Path)
+		}
 		p := fmt.Sprintf("spec.storage.devices[%d]", i)
 		c.nodeName(p+".node", d.Node)
 		if !devicePathRE.MatchString(d.Path) {
@@ -471,7 +475,11 @@ func (c *checker) workloads(cluster string, s v1alpha1.ClusterSpec) {
 	}
 	var qs, bs, ss, rs, ws []string
 	for _, q := range s.Queues {
-		qs = append(qs, q.Purpose+fmt.Sprint(q.FIFO))
+		name := q.Purpose
+		if q.FIFO {
+			name += ".fifo"
+		}
+		qs = append(qs, name)
 	}
 	for _, b := range s.Buckets {
 		bs = append(bs, b.Purpose)
@@ -519,7 +527,7 @@ func (c *checker) workloads(cluster string, s v1alpha1.ClusterSpec) {
 	}
 	for i, w := range s.Workloads {
 		p := fmt.Sprintf("spec.workloads[%d]", i)
-		c.slug(p+".name", w.Name, 62-len(cluster)) // the Application is <cluster>-<name>
+		c.slug(p+".name", w.Name, max(1, 62-len(cluster))) // the Application is <cluster>-<name>
 		nsCheck(p+".namespace", w.Namespace)
 		if msg := PathProblem(w.Path); msg != "" {
 			c.fail(p+".path", "%q %s", w.Path, msg)
