@@ -45,15 +45,21 @@ func Read(dir, name string, max int64) ([]byte, error) {
 	if !fs.ValidPath(name) {
 		return nil, refuse(name, "not a path inside its directory")
 	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
-	}
-	realDir, err = filepath.Abs(realDir)
+	realDir, err := resolveDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	return readIn(realDir, filepath.Join(realDir, filepath.FromSlash(name)), name, max)
+}
+
+// resolveDir is dir's absolute path with symlinks resolved: the directory
+// itself is trusted as given (the CMP's working directory, a checkout).
+func resolveDir(dir string) (string, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Abs(real)
 }
 
 // readIn reads p, which must resolve inside realDir.
@@ -134,11 +140,7 @@ type Limits struct {
 // read as Read reads it; a symlink to a directory is refused, so the tree
 // read is exactly the tree on disk.
 func ReadTree(dir string, lim Limits) (map[string][]byte, error) {
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil, err
-	}
-	realDir, err = filepath.Abs(realDir)
+	realDir, err := resolveDir(dir)
 	if err != nil {
 		return nil, err
 	}
