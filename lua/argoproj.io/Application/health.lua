@@ -37,8 +37,25 @@ local function health()
     end
     return { status = "Degraded", message = msg }
   end
+  -- A child is Healthy for the parent's waves only once it is Synced, its
+  -- health Healthy and no sync operation runs: Argo CD v3.4 no longer counts
+  -- missing child resources as Progressing, which alone would let a wave
+  -- go on before the child's objects exist.
+  local running = type(op) == "table" and (op.phase == "Running" or op.phase == "Terminating")
+  local sync = nil
+  if type(status.sync) == "table" and type(status.sync.status) == "string" then
+    sync = status.sync.status
+  end
   local h = status.health
   if type(h) == "table" and type(h.status) == "string" and VALID[h.status] then
+    if h.status == "Healthy" or h.status == "Missing" or h.status == "Unknown" then
+      if running then
+        return { status = "Progressing", message = "sync operation " .. op.phase }
+      end
+      if sync ~= "Synced" then
+        return { status = "Progressing", message = "waiting for sync (" .. (text(sync) or "no sync status") .. ")" }
+      end
+    end
     return { status = h.status, message = text(h.message) or "" }
   end
   return { status = "Progressing", message = "Waiting for application health" }
