@@ -31,11 +31,13 @@ import (
 //go:embed templates/*.tmpl
 var templateFS embed.FS
 
-// onboardingCRDObject decodes the embedded CRD once, off the render hot path.
-var onboardingCRDObject = sync.OnceValues(func() (map[string]any, error) {
-	var m map[string]any
-	err := yaml.Unmarshal(manifests.OnboardingCRD, &m)
-	return m, err
+// encodedJSON is a value already encoded by json.Marshal; toJson prints it as is.
+type encodedJSON string
+
+// onboardingCRDJSON encodes the embedded CRD once, off the render hot path.
+var onboardingCRDJSON = sync.OnceValues(func() (encodedJSON, error) {
+	j, err := yaml.YAMLToJSON(manifests.OnboardingCRD)
+	return encodedJSON(j), err
 })
 
 // Encoders are the only functions that may end a template action that
@@ -50,15 +52,33 @@ var Encoders = template.FuncMap{
 		if !ok {
 			s = fmt.Sprint(v)
 		}
+		if plainASCII(s) {
+			return `"` + s + `"`, nil
+		}
 		b, err := json.Marshal(s)
 		return string(b), err
 	},
 	// toJson prints a value as JSON (a YAML flow value); unlike sprig's, an
 	// encoding failure fails the render instead of printing nothing.
 	"toJson": func(v any) (string, error) {
+		if e, ok := v.(encodedJSON); ok {
+			return string(e), nil
+		}
 		b, err := json.Marshal(v)
 		return string(b), err
 	},
+}
+
+// plainASCII: printable ASCII without quote, backslash or the characters
+// json.Marshal escapes for HTML, which JSON-quotes to itself between quotes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 var templates = template.Must(template.New("").Funcs(sprig.TxtFuncMap()).Funcs(Encoders).Funcs(template.FuncMap{"workloadApplication": names.WorkloadApplication}).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
@@ -171,7 +191,7 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 	if session == 0 {
 		session = 3600
 	}
-	crd, err := onboardingCRDObject()
+	crd, err := onboardingCRDJSON()
 	if err != nil {
 		return nil, fmt.Errorf("embedded Onboarding CRD: %w", err)
 	}
