@@ -57,7 +57,7 @@ func loadObj(t testing.TB, path string) *unstructured.Unstructured {
 func overrides(scripts []Script) map[string]appv1.ResourceOverride {
 	m := map[string]appv1.ResourceOverride{}
 	for _, s := range scripts {
-		m[s.Group+"/"+s.Kind] = appv1.ResourceOverride{HealthLua: s.Source}
+		m[s.Group+"/"+s.Kind] = appv1.ResourceOverride{HealthLua: s.Source, Actions: s.Actions}
 	}
 	return m
 }
@@ -363,13 +363,20 @@ func TestArgoCDComponentUpToDate(t *testing.T) {
 	if err := yaml.Unmarshal(b, &cm); err != nil {
 		t.Fatal(err)
 	}
-	if len(cm.Data) != len(scripts) {
-		t.Errorf("patch has %d keys, want %d", len(cm.Data), len(scripts))
-	}
+	keys := len(scripts)
 	for _, s := range scripts {
 		if cm.Data[s.Key()] != s.Source {
 			t.Errorf("%s does not round-trip to %s/health.lua", s.Key(), s.Dir)
 		}
+		if s.Actions != "" {
+			keys++
+			if cm.Data[s.ActionsKey()] != s.Actions {
+				t.Errorf("%s does not round-trip to %s/actions", s.ActionsKey(), s.Dir)
+			}
+		}
+	}
+	if len(cm.Data) != keys {
+		t.Errorf("patch has %d keys, want %d", len(cm.Data), keys)
 	}
 	if _, ok := cm.Data["resource.customizations.health.argoproj.io_Application"]; !ok {
 		t.Error("missing resource.customizations.health.argoproj.io_Application")
