@@ -22,10 +22,16 @@ import (
 // Onboarding: its status comes from the spokeforge agent.
 //
 // Hold keeps an object from becoming ready, to play a controller whose work fails.
+// FailIssuance plays cert-manager after a failed issuance that it backs off from, until the
+// Certificate is re-triggered as `cmctl renew` does (Issuing=True, ManuallyTriggered).
 type StandInControllers struct {
 	c    *Cluster
 	mu   sync.Mutex
 	hold map[string]string // "Kind/namespace/name" -> message
+	// failed: Certificates ("namespace/name") in a failed, backed-off issuance -> message.
+	failed map[string]string
+	// Reissued counts Certificates issued after a manual re-trigger.
+	reissued int
 	// Written counts status writes, for the test log.
 	written int
 }
@@ -44,7 +50,7 @@ var standInKinds = []struct {
 
 // StartStandInControllers runs the stand-ins against c until ctx ends.
 func StartStandInControllers(ctx context.Context, c *Cluster) *StandInControllers {
-	s := &StandInControllers{c: c, hold: map[string]string{}}
+	s := &StandInControllers{c: c, hold: map[string]string{}, failed: map[string]string{}}
 	go func() {
 		t := time.NewTicker(300 * time.Millisecond)
 		defer t.Stop()
@@ -75,6 +81,21 @@ func (s *StandInControllers) Release(kind, namespace, name string) {
 	delete(s.hold, kind+"/"+namespace+"/"+name)
 }
 
+// FailIssuance puts Certificate namespace/name in a failed issuance that cert-manager backs
+// off from: Ready=False, Issuing=False (Failed), one failed attempt, a lastFailureTime.
+func (s *StandInControllers) FailIssuance(namespace, name, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failed[namespace+"/"+name] = message
+}
+
+// Reissued returns how many failed Certificates were issued after a manual re-trigger.
+func (s *StandInControllers) Reissued() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reissued
+}
+
 // Writes returns how many status writes the stand-ins made.
 func (s *StandInControllers) Writes() int {
 	s.mu.Lock()
@@ -93,11 +114,21 @@ func (s *StandInControllers) reconcile(ctx context.Context) {
 			u := &list.Items[i]
 			s.mu.Lock()
 			msg, held := s.hold[k.kind+"/"+u.GetNamespace()+"/"+u.GetName()]
+			failMsg, failed := s.failed[u.GetNamespace()+"/"+u.GetName()]
+			if failed && k.kind == "Certificate" && manuallyTriggered(u) {
+				// As cert-manager: a manual re-trigger issues now, past the backoff.
+				delete(s.failed, u.GetNamespace()+"/"+u.GetName())
+				s.reissued++
+				failed = false
+			}
 			s.mu.Unlock()
 			var want map[string]any
-			if held {
+			switch {
+			case held:
 				want = notReadyStatus(k.kind, msg, now)
-			} else {
+			case failed && k.kind == "Certificate":
+				want = failedIssuanceStatus(failMsg)
+			default:
 				want = k.status(u, now)
 			}
 			if sameStatus(u, want) {
@@ -190,6 +221,31 @@ func readyStatus(reason, message string) func(*unstructured.Unstructured, time.T
 	return func(u *unstructured.Unstructured, now time.Time) map[string]any {
 		return map[string]any{"conditions": []any{condition("Ready", "True", reason, message, now)}}
 	}
+}
+
+// failedIssuanceStatus is what cert-manager leaves on a Certificate whose issuance failed
+// and is backed off (fixed times, so the stand-in writes it once).
+func failedIssuanceStatus(message string) map[string]any {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return map[string]any{
+		"conditions": []any{
+			condition("Ready", "False", "DoesNotExist", "Issuing certificate as Secret does not exist", at),
+			condition("Issuing", "False", "Failed", "The certificate request has failed to complete and will be retried: "+message, at),
+		},
+		"failedIssuanceAttempts": int64(1),
+		"lastFailureTime":        at.Format(time.RFC3339),
+	}
+}
+
+// manuallyTriggered: the Certificate carries Issuing=True with reason ManuallyTriggered.
+func manuallyTriggered(u *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Issuing" && m["status"] == "True" && m["reason"] == "ManuallyTriggered" {
+			return true
+		}
+	}
+	return false
 }
 
 // notReadyStatus is a held object's status: its controller tried and failed.
