@@ -436,9 +436,8 @@ func (c *overlayChecker) result(base []Object, out []*resource.Resource, inClust
 			id, baseIDs[id].Boundary, c.naming(id.name))
 	}
 	if !inCluster {
-		for id, r := range got {
+		for id := range got {
 			if _, rendered := baseIDs[id]; !rendered && id.kind == "Secret" && id.group == "" {
-				_ = r
 				return c.fail(c.root, 0, "the overlay adds %s: a Secret in the overlay puts a credential in git; list it in the record's spec.secrets", id)
 			}
 		}
