@@ -2,9 +2,11 @@
 # Installs what the end-to-end suite (test/e2e) needs, idempotently:
 #   - Debian packages etcd-server, redis-server, git, gcc (apt-get; needs root or sudo)
 #   - kube-apiserver v1.31.0, built from the tools module test/e2e/tools, and the Argo CD
-#     v2.14.21 multi-call binary, built from test/e2e/tools/argocd (two modules: in one, MVS
-#     gives kube-apiserver Argo CD's newer structured-merge-diff and server-side apply
-#     panics), into the binary cache (reused when present).
+#     multi-call binaries argocd-v2.14.21 (test/e2e/tools/argocd) and argocd-v3.2.12
+#     (test/e2e/tools/argocd-v3), into the binary cache (reused when present). Each is a
+#     module of its own: in one, MVS gives kube-apiserver Argo CD's newer
+#     structured-merge-diff and server-side apply panics.
+# ARGOCD_VERSION=v2.14.21 or v3.2.12 builds only that Argo CD; unset, both.
 # The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
 # Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
 set -euo pipefail
@@ -58,22 +60,39 @@ build() {
   say "built $name in $((SECONDS - start))s"
 }
 
+# argocd_module VERSION: the tools module that builds that Argo CD release.
+argocd_module() {
+  case "$1" in
+  v2.14.21) echo "$tools/argocd" ;;
+  v3.2.12) echo "$tools/argocd-v3" ;;
+  *) echo "ARGOCD_VERSION=$1: the suite runs on v2.14.21 and v3.2.12" >&2; return 1 ;;
+  esac
+}
+versions=(v2.14.21 v3.2.12)
+if [ -n "${ARGOCD_VERSION:-}" ]; then versions=("$ARGOCD_VERSION"); fi
+for v in "${versions[@]}"; do argocd_module "$v" >/dev/null; done
+
 say "downloading tools module dependencies"
-(cd "$tools" && go mod download) && (cd "$tools/argocd" && go mod download)
+(cd "$tools" && go mod download)
+for v in "${versions[@]}"; do (cd "$(argocd_module "$v")" && go mod download); done
 
 kv=k8s.io/component-base/version
 build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/cmd/kube-apiserver \
   "-X $kv.gitVersion=v1.31.0 -X $kv.gitMajor=1 -X $kv.gitMinor=31 -X $kv.gitTreeState=clean"
 
-av=github.com/argoproj/argo-cd/v2/common
-build "$tools/argocd" argocd "argo-cd-v2.14.21-own-module" github.com/argoproj/argo-cd/v2/cmd \
-  "-X $av.version=2.14.21 -X $av.gitTag=v2.14.21 -X $av.gitTreeState=clean"
+for v in "${versions[@]}"; do
+  major="${v%%.*}"
+  av="github.com/argoproj/argo-cd/$major/common"
+  build "$(argocd_module "$v")" "argocd-$v" "argo-cd-$v-own-module" "github.com/argoproj/argo-cd/$major/cmd" \
+    "-X $av.version=${v#v} -X $av.gitTag=$v -X $av.gitTreeState=clean"
+done
 
 # --- CRD source modules (spoke CRDs) -----------------------------------------------------
 for m in github.com/cert-manager/cert-manager@v1.19.4 \
   github.com/external-secrets/external-secrets@v1.3.2 \
   sigs.k8s.io/node-feature-discovery@v0.17.3 \
-  github.com/argoproj/argo-cd/v2@v2.14.21; do
+  github.com/argoproj/argo-cd/v2@v2.14.21 \
+  github.com/argoproj/argo-cd/v3@v3.2.12; do
   # Outside any module, so the tools module's go.sum is left alone.
   (cd / && go mod download "$m")
 done

@@ -1,4 +1,4 @@
-# End-to-end suite: a real Argo CD v2.14 hub and a spoke API server, as processes on this
+# End-to-end suite: a real Argo CD hub (v2.14.21 and v3.2.12) and a spoke API server, as processes on this
 # machine (see test/e2e/doc.go). Include from the top Makefile: include test/e2e/e2e.mk
 GO ?= go
 E2E_TIMEOUT ?= 40m
@@ -9,8 +9,17 @@ E2E_FLAGS ?=
 e2e-install:
 	hack/e2e/install.sh
 
+# The suite runs on each Argo CD release in E2E_ARGOCD_VERSIONS in turn, or only on
+# ARGOCD_VERSION when it is set (ARGOCD_VERSION=v3.2.12 make e2e). A failing release does not
+# stop the next; the target fails if any failed.
+E2E_ARGOCD_VERSIONS ?= v2.14.21 v3.2.12
 e2e: e2e-install
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) ./test/e2e/...
+	@failed=""; for v in $(or $(ARGOCD_VERSION),$(E2E_ARGOCD_VERSIONS)); do \
+	  echo "=== e2e on Argo CD $$v"; start=$$(date +%s); \
+	  ARGOCD_VERSION=$$v $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) ./test/e2e/... || failed="$$failed $$v"; \
+	  echo "=== e2e on Argo CD $$v: $$(( $$(date +%s) - start )) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "=== e2e failed on Argo CD$$failed"; exit 1; fi
 
 .PHONY: demo
 

@@ -14,15 +14,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
 // Versions and module paths the harness builds on.
 const (
-	ArgoCDModule       = "github.com/argoproj/argo-cd/v2@v2.14.21"
 	CertManagerModule  = "github.com/cert-manager/cert-manager@v1.19.4"
 	ExternalSecretsMod = "github.com/external-secrets/external-secrets@v1.3.2"
 	NFDModule          = "sigs.k8s.io/node-feature-discovery@v0.17.3"
@@ -37,6 +39,44 @@ const (
 	// Argo CD looks for new commits without a webhook.
 	reconciliationTimeout = "10s"
 )
+
+// DefaultArgoCDVersion is the Argo CD release a hub runs when ARGOCD_VERSION is unset.
+const DefaultArgoCDVersion = "v2.14.21"
+
+// argoCDModules maps each Argo CD release the suite runs on (ARGOCD_VERSION) to its Go
+// module; hack/e2e/install.sh builds each into the binary cache as argocd-<version>.
+var argoCDModules = map[string]string{
+	"v2.14.21": "github.com/argoproj/argo-cd/v2@v2.14.21",
+	"v3.2.12":  "github.com/argoproj/argo-cd/v3@v3.2.12",
+}
+
+// ArgoCDVersion is the Argo CD release the hubs of this test process run: $ARGOCD_VERSION,
+// default DefaultArgoCDVersion.
+func ArgoCDVersion() (string, error) {
+	v := os.Getenv("ARGOCD_VERSION")
+	if v == "" {
+		return DefaultArgoCDVersion, nil
+	}
+	if _, ok := argoCDModules[v]; !ok {
+		known := make([]string, 0, len(argoCDModules))
+		for k := range argoCDModules {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return "", fmt.Errorf("ARGOCD_VERSION=%s: the suite runs on %s", v, strings.Join(known, ", "))
+	}
+	return v, nil
+}
+
+// ArgoCDMajor is the major version of the hubs' Argo CD (2 or 3), for the few places where
+// the suite expects what changed between them.
+func ArgoCDMajor() int {
+	v, _ := ArgoCDVersion()
+	if strings.HasPrefix(v, "v3.") {
+		return 3
+	}
+	return 2
+}
 
 // Options configure a Hub.
 type Options struct {
@@ -68,6 +108,8 @@ type Hub struct {
 	Dir    string
 	LogDir string
 	BinDir string // the binary cache
+	// ArgoCDVersion is the Argo CD release running (ArgoCDVersion()).
+	ArgoCDVersion string
 	// PathDir is put first on the PATH of the Argo CD processes: the argocd-* symlinks and
 	// spokeforge.
 	PathDir string
@@ -156,7 +198,11 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 		}
 		opts.BinDir = d
 	}
-	for _, b := range []string{"kube-apiserver", "argocd"} {
+	version, err := ArgoCDVersion()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range []string{"kube-apiserver", "argocd-" + version} {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
 			return nil, fmt.Errorf("%s missing in %s: %s", b, opts.BinDir, installHint)
 		}
@@ -179,13 +225,14 @@ func Start(ctx context.Context, opts Options) (*Hub, error) {
 		return nil, err
 	}
 	h := &Hub{
-		Dir:       dir,
-		LogDir:    filepath.Join(dir, "logs"),
-		BinDir:    opts.BinDir,
-		PathDir:   filepath.Join(dir, "bin"),
-		Processes: map[string]*Process{},
-		opts:      opts,
-		keep:      os.Getenv("SPOKEFORGE_E2E_KEEP") != "",
+		Dir:           dir,
+		LogDir:        filepath.Join(dir, "logs"),
+		BinDir:        opts.BinDir,
+		ArgoCDVersion: version,
+		PathDir:       filepath.Join(dir, "bin"),
+		Processes:     map[string]*Process{},
+		opts:          opts,
+		keep:          os.Getenv("SPOKEFORGE_E2E_KEEP") != "",
 	}
 	registry.Lock()
 	registry.dirs[dir] = struct{}{}
@@ -313,7 +360,7 @@ func (h *Hub) start(ctx context.Context) error {
 	// Links and binaries on the PATH of the Argo CD processes.
 	for _, name := range []string{"argocd", "argocd-server", "argocd-repo-server", "argocd-application-controller",
 		"argocd-applicationset-controller", "argocd-cmp-server", "argocd-git-ask-pass", "argocd-k8s-auth"} {
-		if err := os.Symlink(h.bin("argocd"), filepath.Join(h.PathDir, name)); err != nil {
+		if err := os.Symlink(h.bin("argocd-"+h.ArgoCDVersion), filepath.Join(h.PathDir, name)); err != nil {
 			return err
 		}
 	}
@@ -546,7 +593,7 @@ spec:
 // argocd-cm, argocd-rbac-cm, argocd-secret, the default AppProject and the spoke's cluster
 // Secret.
 func (h *Hub) setupHub(ctx context.Context) error {
-	argo, err := ModuleDir(ArgoCDModule)
+	argo, err := ModuleDir(argoCDModules[h.ArgoCDVersion])
 	if err != nil {
 		return err
 	}
@@ -567,14 +614,23 @@ func (h *Hub) setupHub(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: argocd-cm
-  namespace: %[1]s
-  labels: {app.kubernetes.io/name: argocd-cm, app.kubernetes.io/part-of: argocd}
-data:
-  timeout.reconciliation: %[6]s
+	// argocd-cm as the release's install manifest ships it (v3 ships defaults there:
+	// ignoreResourceUpdates on /status, resource.exclusions), plus the suite's settings.
+	cm, err := installedArgoCDConfigMap(argo)
+	if err != nil {
+		return err
+	}
+	cm["timeout.reconciliation"] = reconciliationTimeout
+	cmJSON, err := json.Marshal(map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "argocd-cm", "namespace": ArgoCDNamespace,
+			"labels": map[string]string{"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"}},
+		"data": cm,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = h.Hub.Apply(ctx, string(cmJSON)+fmt.Sprintf(`
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -614,7 +670,7 @@ stringData:
   name: %[3]s
   server: %[4]s
   config: '%[5]s'
-`, ArgoCDNamespace, randomToken(), SpokeClusterName, h.Spoke.URL, cfg, reconciliationTimeout))
+`, ArgoCDNamespace, randomToken(), SpokeClusterName, h.Spoke.URL, cfg))
 	if err != nil {
 		return err
 	}
@@ -627,6 +683,26 @@ stringData:
 		return err
 	}
 	return h.Hub.ApplyAs(ctx, "spokeforge-health", string(patch))
+}
+
+// installedArgoCDConfigMap returns the data of argocd-cm in the install manifests of the Argo
+// CD module in dir (manifests/base/config/argocd-cm.yaml).
+func installedArgoCDConfigMap(dir string) (map[string]string, error) {
+	path := filepath.Join(dir, "manifests", "base", "config", "argocd-cm.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	return cm.Data, nil
 }
 
 // setupSpoke installs the CRDs of cert-manager, External Secrets and NFD on the spoke.
