@@ -30,17 +30,23 @@ type Repo struct {
 // MaxRecordBytes bounds one record file; a record is a few KiB.
 const MaxRecordBytes = 1 << 20
 
-// decode parses file from fsys into out; display is the name used in errors.
-func decode(fsys fs.FS, name, display string, out any) (record.Lines, record.Errors) {
+// decode parses file from fsys into out; display is the name used in
+// errors. A failed read is a fileResult a Loader does not keep: it says
+// nothing about the content its hash names.
+func decode(fsys fs.FS, name, display string, out any) (record.Lines, *fileResult) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		msg := err.Error()
 		if errors.Is(err, fs.ErrNotExist) {
 			msg = "file not found"
 		}
-		return nil, record.Errors{{File: display, Msg: msg}}
+		return nil, &fileResult{errs: record.Errors{{File: display, Msg: msg}}, unread: true}
 	}
-	return DecodeBytes(display, data, out)
+	lines, errs := DecodeBytes(display, data, out)
+	if errs != nil {
+		return nil, &fileResult{errs: errs}
+	}
+	return lines, nil
 }
 
 // SecretField reports the record fields that may hold a credential (the
@@ -142,6 +148,80 @@ func Load(root string) (*Repo, record.Errors) {
 // LoadFS is Load over files already read (ReadFiles, or a git tree); file
 // names in errors are relative to its root.
 func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
+	return load(fsys, nil)
+}
+
+// Loader loads one commit after another, reusing each record file's decoded
+// and checked result (its entry and findings) when the file has the same
+// path and git blob hash as in the previous Load: only changed files are
+// read and parsed. The per-file result depends on nothing but the path and
+// the bytes, and the cross-file rules run over the whole repo every time, so
+// a Load returns exactly what LoadFS returns for the same files. A Loader
+// is not safe for concurrent use; the entries it hands out are shared with
+// later Loads and must not be modified.
+type Loader struct {
+	prev, next map[fileKey]*fileResult
+	// Reused and Parsed count the files of the last Load.
+	Reused, Parsed int
+}
+
+type fileKey struct{ path, hash string }
+
+// fileResult is what one record file contributes to a Repo.
+type fileResult struct {
+	cluster validate.ClusterEntry
+	org     validate.OrgEntry
+	product validate.ProductEntry
+	kept    bool // the record decoded, so the cross-file rules see it
+	unread  bool // reading failed: not kept for the next Load
+	errs    record.Errors
+}
+
+// Hasher is an fs.FS that knows its files' git blob hashes (MemFS).
+type Hasher interface {
+	Hash(name string) (string, bool)
+}
+
+// Load is LoadFS, reusing what the previous Load parsed when fsys is a
+// Hasher; any other fs.FS is read whole.
+func (l *Loader) Load(fsys fs.FS) (*Repo, record.Errors) {
+	l.next, l.Reused, l.Parsed = map[fileKey]*fileResult{}, 0, 0
+	r, errs := load(fsys, l)
+	l.prev, l.next = l.next, nil
+	return r, errs
+}
+
+// file returns the result for name: the previous Load's when its hash is
+// unchanged, else parse's.
+func (l *Loader) file(fsys fs.FS, name string, parse func() *fileResult) *fileResult {
+	if l == nil {
+		return parse()
+	}
+	h, ok := fsys.(Hasher)
+	if !ok {
+		l.Parsed++
+		return parse()
+	}
+	hash, ok := h.Hash(name)
+	if !ok {
+		l.Parsed++
+		return parse()
+	}
+	k := fileKey{name, hash}
+	res, ok := l.prev[k]
+	if ok {
+		l.Reused++
+	} else {
+		l.Parsed++
+		res = parse()
+	}
+	if !res.unread {
+		l.next[k] = res
+	}
+	return res
+}
+
+func load(fsys fs.FS, l *Loader) (*Repo, record.Errors) {
 	r := &Repo{}
 	var all record.Errors
 	clusterDirs, _ := fs.Glob(fsys, "clusters/*/"+ClusterFile)
@@ -149,21 +229,26 @@ func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
 		all = append(all, record.Error{File: "clusters/", Msg: "no cluster records (clusters/<name>/cluster.yaml)"})
 	}
 	for _, f := range clusterDirs {
-		var c v1alpha1.Cluster
-		lines, errs := decode(fsys, f, f, &c)
-		if errs == nil {
-			var e validate.ClusterEntry
-			e, errs = checkCluster(f, path.Base(path.Dir(f)), lines, &c)
-			r.Clusters = append(r.Clusters, e)
+		res := l.file(fsys, f, func() *fileResult {
+			var c v1alpha1.Cluster
+			lines, failed := decode(fsys, f, f, &c)
+			if failed != nil {
+				return failed
+			}
+			e, errs := checkCluster(f, path.Base(path.Dir(f)), lines, &c)
+			return &fileResult{cluster: e, kept: true, errs: errs}
+		})
+		if res.kept {
+			r.Clusters = append(r.Clusters, res.cluster)
 		}
-		all = append(all, errs...)
+		all = append(all, res.errs...)
 	}
-	all = append(all, loadEach(fsys, "orgs/*.yaml", validate.Org, func(loc validate.Loc, o *v1alpha1.Organization) {
-		r.Orgs = append(r.Orgs, validate.OrgEntry{Loc: loc, Org: o})
-	})...)
-	all = append(all, loadEach(fsys, "products/*/*.yaml", validate.Product, func(loc validate.Loc, p *v1alpha1.Product) {
-		r.Products = append(r.Products, validate.ProductEntry{Loc: loc, Org: path.Base(path.Dir(loc.File)), Product: p})
-	})...)
+	all = append(all, loadEach(fsys, l, "orgs/*.yaml", validate.Org, func(loc validate.Loc, o *v1alpha1.Organization) *fileResult {
+		return &fileResult{org: validate.OrgEntry{Loc: loc, Org: o}}
+	}, func(res *fileResult) { r.Orgs = append(r.Orgs, res.org) })...)
+	all = append(all, loadEach(fsys, l, "products/*/*.yaml", validate.Product, func(loc validate.Loc, p *v1alpha1.Product) *fileResult {
+		return &fileResult{product: validate.ProductEntry{Loc: loc, Org: path.Base(path.Dir(loc.File)), Product: p}}
+	}, func(res *fileResult) { r.Products = append(r.Products, res.product) })...)
 	all = append(all, validate.CrossFile(r.Clusters, r.Orgs, r.Products)...)
 	return r, sortErrors(all)
 }
@@ -178,20 +263,28 @@ func sortErrors(all record.Errors) record.Errors {
 	return all
 }
 
-// loadEach decodes and checks every file matching glob, handing each
-// decoded record to keep (also when it has findings, so cross-file rules
-// still see it).
-func loadEach[T any](fsys fs.FS, glob string, check func(string, record.Lines, *T) record.Errors, keep func(validate.Loc, *T)) record.Errors {
+// loadEach decodes and checks every file matching glob; wrap makes a
+// decoded record's result and keep hands it to the Repo (also when it has
+// findings, so cross-file rules still see it).
+func loadEach[T any](fsys fs.FS, l *Loader, glob string, check func(string, record.Lines, *T) record.Errors,
+	wrap func(validate.Loc, *T) *fileResult, keep func(*fileResult)) record.Errors {
 	var all record.Errors
 	files, _ := fs.Glob(fsys, glob)
 	for _, f := range files {
-		v := new(T)
-		lines, errs := decode(fsys, f, f, v)
-		if errs == nil {
-			errs = check(f, lines, v)
-			keep(validate.Loc{File: f, Lines: lines}, v)
+		res := l.file(fsys, f, func() *fileResult {
+			v := new(T)
+			lines, failed := decode(fsys, f, f, v)
+			if failed != nil {
+				return failed
+			}
+			res := wrap(validate.Loc{File: f, Lines: lines}, v)
+			res.kept, res.errs = true, check(f, lines, v)
+			return res
+		})
+		if res.kept {
+			keep(res)
 		}
-		all = append(all, errs...)
+		all = append(all, res.errs...)
 	}
 	return all
 }
