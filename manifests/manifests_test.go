@@ -2,6 +2,7 @@ package manifests_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
@@ -88,5 +90,161 @@ func TestOnboardingCRDGenerated(t *testing.T) {
 	}
 	if !bytes.Equal(got, manifests.OnboardingCRD) {
 		t.Fatal("the embedded CRD is stale")
+	}
+}
+
+// TestUIExtensionComponentBuilds applies the UI extension component to a minimal
+// argocd-server Deployment, as an Argo CD install overlay would: the extension file lands, as a
+// regular file (subPath), where argocd-server reads extensions, from the generated ConfigMap.
+func TestUIExtensionComponentBuilds(t *testing.T) {
+	dir := t.TempDir()
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(dir, filepath.Join(wd, "ui-extension"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"server.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: argocd-server, namespace: argocd}
+spec:
+  selector: {matchLabels: {app: s}}
+  template:
+    metadata: {labels: {app: s}}
+    spec:
+      containers: [{name: argocd-server, image: quay.io/argoproj/argocd:v3.2.12, volumeMounts: [{name: tmp, mountPath: /tmp}]}]
+      volumes: [{name: tmp, emptyDir: {}}]
+`,
+		"kustomization.yaml": "resources: [server.yaml]\ncomponents: [" + rel + "]\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = 0 // LoadRestrictionsNone: the component lives outside the temp overlay
+	m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := os.ReadFile("ui-extension/extension-spokeforge.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmName string
+	for _, r := range m.Resources() {
+		if r.GetKind() != "ConfigMap" {
+			continue
+		}
+		cmName = r.GetName()
+		if data := r.GetDataMap()["extension-spokeforge.js"]; data != string(js) {
+			t.Errorf("ConfigMap %s does not hold extension-spokeforge.js as it is", cmName)
+		}
+	}
+	if !strings.HasPrefix(cmName, "spokeforge-ui-extension-") {
+		t.Fatalf("no hashed spokeforge-ui-extension ConfigMap; got %q", cmName)
+	}
+	out, err := m.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted := false
+	for _, r := range m.Resources() {
+		if r.GetKind() != "Deployment" {
+			continue
+		}
+		d, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vols, _, _ := unstructured.NestedSlice(d, "spec", "template", "spec", "volumes")
+		for _, v := range vols {
+			name, _, _ := unstructured.NestedString(v.(map[string]any), "configMap", "name")
+			mounted = mounted || name == cmName
+		}
+	}
+	if !mounted {
+		t.Errorf("argocd-server has no volume of the ConfigMap %s:\n%s", cmName, out)
+	}
+	for _, w := range []string{"mountPath: /tmp/extensions/spokeforge/extension-spokeforge.js", "subPath: extension-spokeforge.js", "mountPath: /tmp\n"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("built overlay lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+// TestUIExtensionRendersAnyStatus renders the Contracts tab with node and a stand-in
+// React.createElement for Onboardings with missing, malformed and failing status: it never
+// throws, an unwritten status reads "not checked yet", and a failing one leads with its first
+// failed boundary, hint and next retry. The real UI is driven by the e2e browser test.
+func TestUIExtensionRendersAnyStatus(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed (Debian package nodejs)")
+	}
+	const harness = `
+let tab;
+global.window = {
+  React: {createElement: (type, props, ...children) => typeof type === 'function' ? type({...props, children}) : {type, props, children}},
+  extensionsAPI: {registerResourceExtension: (c, group, kind, title) => { tab = {c, group, kind, title}; }},
+};
+require(process.argv[2]);
+const text = (n) => n == null || n === false ? '' : typeof n !== 'object' ? String(n) : Array.isArray(n) ? n.map(text).join('') : text(n.children);
+const out = {registered: [tab.group, tab.kind, tab.title].join('/')};
+for (const [name, resource] of Object.entries(JSON.parse(process.argv[3]))) out[name] = text(tab.c({resource}));
+console.log(JSON.stringify(out));
+`
+	cases := map[string]any{
+		"no resource": nil,
+		"no status":   map[string]any{"metadata": map[string]any{"name": "gpu-east-1"}, "spec": map[string]any{"cluster": "gpu-east-1"}},
+		"malformed": map[string]any{"metadata": "x", "spec": map[string]any{"boundaries": []any{7, nil}},
+			"status": map[string]any{"conditions": []any{nil, 5, "Ready", map[string]any{"type": 3}}, "connected": []any{}, "firstFailedBoundary": 9}},
+		"failing": map[string]any{"metadata": map[string]any{"name": "gpu-east-1"}, "status": map[string]any{
+			"checkedAt": "2026-12-01T10:00:00Z", "firstFailedBoundary": "Certificates",
+			"connected": map[string]any{"kubernetesVersion": "v1.31.0", "nodeCount": 2, "checkedAt": "2026-12-01T10:00:00Z"},
+			"conditions": []any{
+				map[string]any{"type": "Identity", "status": "True", "reason": "Verified", "message": "caller arn:aws:sts::111122223333:assumed-role/eue1-workload/s is the derived role"},
+				map[string]any{"type": "Certificates", "status": "False", "severity": "Error", "reason": "StaleCertificateRequest",
+					"message": "CertificateRequest inference/x-1 failed (Failed: denied); fixing the cause does not retry it: cert-manager retries at 2026-12-01T11:00:00Z, or run `cmctl renew -n inference x` to retry now"},
+				map[string]any{"type": "Ready", "status": "False", "severity": "Error", "message": "the workload identity is valid, but the certificate inference/x is stuck"},
+			}}},
+	}
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "harness.js")
+	if err := os.WriteFile(script, []byte(harness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ext, err := filepath.Abs("ui-extension/extension-spokeforge.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command(node, script, ext, string(in)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, b)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if got["registered"] != "spokeforge.io/Onboarding/Contracts" {
+		t.Errorf("registered %q", got["registered"])
+	}
+	for name, wants := range map[string][]string{
+		"no resource": {"Not checked yet", "IdentityNot checked yet", "WorkloadNot checked yet", "not read yet"},
+		"no status":   {"gpu-east-1", "Not checked yet", "StorageNot checked yet"},
+		"malformed":   {"Not checked yet", "QueuesNot checked yet"},
+		"failing": {"First failed boundary: Certificates (StaleCertificateRequest)", "cmctl renew -n inference x",
+			"Next automatic retry: ", "(2026-12-01T11:00:00Z)", "IdentityHoldsVerified", "CertificatesFailedStaleCertificateRequest",
+			"SecretsNot checked yet", "Kubernetes v1.31.0, 2 nodes"},
+	} {
+		for _, w := range wants {
+			if !strings.Contains(got[name], w) {
+				t.Errorf("%s: the tab lacks %q:\n%s", name, w, got[name])
+			}
+		}
 	}
 }
