@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -621,18 +622,19 @@ func (h *Hub) setupHub(ctx context.Context) error {
 		return err
 	}
 	cm["timeout.reconciliation"] = reconciliationTimeout
-	cmJSON, err := json.Marshal(map[string]any{
+	data := map[string]any{}
+	for k, v := range cm {
+		data[k] = v
+	}
+	if _, err := h.Hub.ApplyObjects(ctx, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "argocd-cm", "namespace": ArgoCDNamespace,
-			"labels": map[string]string{"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"}},
-		"data": cm,
-	})
-	if err != nil {
+			"labels": map[string]any{"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"}},
+		"data": data,
+	}}); err != nil {
 		return err
 	}
-	_, err = h.Hub.Apply(ctx, string(cmJSON)+fmt.Sprintf(`
----
-apiVersion: v1
+	_, err = h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
 metadata:
   name: argocd-rbac-cm
