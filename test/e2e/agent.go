@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"fmt"
 	"math/big"
-	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -135,15 +134,6 @@ func registerNode(ctx context.Context, c *Cluster, name, product string, count i
 		return fmt.Errorf("node %s status: %w", name, err)
 	}
 	return nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // impersonatingKubeconfig writes a copy of the spoke kubeconfig that acts as user.

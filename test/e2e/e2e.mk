@@ -3,6 +3,8 @@
 GO ?= go
 E2E_TIMEOUT ?= 40m
 E2E_FLAGS ?=
+# Tests run in parallel, each on its own hub: most of a test is waiting on reconciliation.
+E2E_PARALLEL ?= 4
 
 .PHONY: e2e e2e-install
 
@@ -16,7 +18,7 @@ E2E_ARGOCD_VERSIONS ?= v2.14.21 v3.2.12
 e2e: e2e-install
 	@failed=""; for v in $(or $(ARGOCD_VERSION),$(E2E_ARGOCD_VERSIONS)); do \
 	  echo "=== e2e on Argo CD $$v"; start=$$(date +%s); \
-	  ARGOCD_VERSION=$$v $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) $(E2E_FLAGS) ./test/e2e/... || failed="$$failed $$v"; \
+	  ARGOCD_VERSION=$$v $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(E2E_FLAGS) ./test/e2e/... || failed="$$failed $$v"; \
 	  echo "=== e2e on Argo CD $$v: $$(( $$(date +%s) - start )) s"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "=== e2e failed on Argo CD$$failed"; exit 1; fi

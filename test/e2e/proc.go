@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -189,18 +190,37 @@ func tcpCheck(addr string) func(context.Context) error {
 
 // portPool hands out free loopback ports. It keeps every port listened to until release, so
 // that two calls never return the same port; release closes them right before the processes
-// start.
+// start. Ports come from below the kernel's ephemeral range (32768 and up on Linux), so no
+// outgoing connection takes one between release and the process binding it, and never twice
+// in a test process, so hubs started in parallel tests do not race for one.
 type portPool struct {
 	ls []net.Listener
 }
 
+const portLow, portHigh = 20000, 32768
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
 func (pp *portPool) get() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("no free loopback port: %w", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 200 {
+		port := portLow + rand.IntN(portHigh-portLow)
+		if handedOut.ports[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		handedOut.ports[port] = true
+		pp.ls = append(pp.ls, l)
+		return port, nil
 	}
-	pp.ls = append(pp.ls, l)
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free loopback port in %d-%d", portLow, portHigh-1)
 }
 
 func (pp *portPool) release() {
@@ -208,6 +228,17 @@ func (pp *portPool) release() {
 		l.Close()
 	}
 	pp.ls = nil
+}
+
+// freeAddr returns a free loopback address from the pool, for a process a test starts.
+func freeAddr() (string, error) {
+	var pp portPool
+	defer pp.release()
+	port, err := pp.get()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), nil
 }
 
 // checkPortFree fails when something already listens on 127.0.0.1:port.

@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,6 +35,7 @@ const (
 // examples/gitops/hub, then clusters/gpu-east-1/ is removed in one commit; every object of the
 // spoke (uid, resourceVersion and, for Secrets, a hash of the data) must be as before.
 func TestRemoveCluster(t *testing.T) {
+	t.Parallel()
 	t.Run("record and allowlist entry in one commit, generator running", func(t *testing.T) { removeCluster(t, false, true) })
 	t.Run("generator stopped at the removal commit, then started again", func(t *testing.T) { removeCluster(t, true, false) })
 }
@@ -137,12 +137,10 @@ spec:
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close()
 	base := "http://" + addr
 	genSpec := procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
 		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
