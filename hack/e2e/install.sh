@@ -5,7 +5,8 @@
 #     multi-call binaries argocd-v2.14.21 (test/e2e/tools/argocd) and argocd-v3.2.12
 #     (test/e2e/tools/argocd-v3), into the binary cache (reused when present). Each is a
 #     module of its own: in one, MVS gives kube-apiserver Argo CD's newer
-#     structured-merge-diff and server-side apply panics.
+#     structured-merge-diff and server-side apply panics. v3.2.12 does not compile as tagged:
+#     it is built with one added file (hack/e2e/_argocd-patches/v3.2.12).
 # ARGOCD_VERSION=v2.14.21 or v3.2.12 builds only that Argo CD; unset, both.
 # The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
 # Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
@@ -46,6 +47,7 @@ fi
 # --- binaries --------------------------------------------------------------------------
 # build DIR NAME STAMP PACKAGE LDFLAGS: builds PACKAGE from module DIR into $bin/NAME unless
 # $bin/NAME exists and $bin/NAME.stamp holds STAMP.
+# With GOWORK set, it builds in that workspace.
 build() {
   local dir="$1" name="$2" stamp="$3" pkg="$4" ldflags="$5"
   if [ -z "${SPOKEFORGE_E2E_REBUILD:-}" ] && [ -x "$bin/$name" ] && [ "$(cat "$bin/$name.stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -80,10 +82,36 @@ kv=k8s.io/component-base/version
 build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/cmd/kube-apiserver \
   "-X $kv.gitVersion=v1.31.0 -X $kv.gitMajor=1 -X $kv.gitMinor=31 -X $kv.gitTreeState=clean"
 
+# argocd_workspace VERSION: when hack/e2e/_argocd-patches/VERSION exists, prints a go.work
+# that builds the version's tools module against a writable copy of the Argo CD module with
+# those files added ($bin/../src/argo-cd-VERSION; the module cache and the checkout stay
+# untouched). v3.2.12 needs one: its module does not compile as tagged (see the patch file).
+argocd_workspace() {
+  local v="$1" patches="$root/hack/e2e/_argocd-patches/$1"
+  [ -d "$patches" ] || return 0
+  local major="${v%%.*}" src="$bin/../src/argo-cd-$v" mod
+  mod="$(argocd_module "$v")"
+  if [ ! -d "$src" ]; then
+    mkdir -p "$(dirname "$src")"
+    rm -rf "$src.tmp"
+    cp -r "$(cd "$mod" && go list -m -f '{{.Dir}}' "github.com/argoproj/argo-cd/$major")" "$src.tmp"
+    chmod -R u+w "$src.tmp" && mv "$src.tmp" "$src"
+  fi
+  cp -r "$patches/." "$src/"
+  printf 'go %s\n\nuse %s\n\nreplace github.com/argoproj/argo-cd/%s %s => %s\n' \
+    "$(cd "$mod" && go list -m -f '{{.GoVersion}}')" "$mod" "$major" "$v" "$src" >"$src.go.work"
+  echo "$src.go.work"
+}
+
 for v in "${versions[@]}"; do
   major="${v%%.*}"
   av="github.com/argoproj/argo-cd/$major/common"
-  build "$(argocd_module "$v")" "argocd-$v" "argo-cd-$v-own-module" "github.com/argoproj/argo-cd/$major/cmd" \
+  stamp="argo-cd-$v-own-module"
+  work="$(argocd_workspace "$v")"
+  if [ -n "$work" ]; then
+    stamp="$stamp+patches-$(cd "$root/hack/e2e/_argocd-patches/$v" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-12)"
+  fi
+  GOWORK="${work:-off}" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \
     "-X $av.version=${v#v} -X $av.gitTag=$v -X $av.gitTreeState=clean"
 done
 
