@@ -180,7 +180,7 @@ func StartHub(t testing.TB, opts Options) *Hub {
 	if err != nil {
 		t.Fatalf("start hub: %v", err)
 	}
-	t.Logf("hub up in %s: hub %s, spoke %s, argocd-server %s, logs %s", time.Since(started).Round(time.Second), h.Hub.URL, h.Spoke.URL, h.ServerAddr, h.LogDir)
+	t.Logf("hub up in %s (Argo CD %s): hub %s, spoke %s, argocd-server %s, logs %s", time.Since(started).Round(time.Second), h.ArgoCDVersion, h.Hub.URL, h.Spoke.URL, h.ServerAddr, h.LogDir)
 	return h
 }
 
