@@ -13,6 +13,7 @@ import (
 	"github.com/spokeforge/spokeforge/cmp/render"
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
+	"github.com/spokeforge/spokeforge/internal/secretfile"
 )
 
 // Version is the spokeforge version the rendered agent image defaults to;
@@ -20,12 +21,15 @@ import (
 var Version = "v0.1.0-dev"
 
 // Validate reads every record of the repo checked out at root, checks each
-// and the rules across them, and renders every cluster whose record holds
-// in spoke and hub mode through Generate's own code, so validate accepts a
-// record (and its overlay) exactly when the CMP renders it.
+// and the rules across them, checks each cluster's SOPS secret files against
+// its spec.secrets (present, encrypted, the listed keys, none without an
+// entry), and renders every cluster whose record holds in spoke and hub mode
+// through Generate's own code, so validate accepts a record (and its
+// overlay) exactly when the CMP renders it.
 func Validate(root string) (*repo.Repo, record.Errors) {
 	r, errs := repo.Load(root)
 	errs = append(errs, renderFindings(root, r, errs)...)
+	errs = append(errs, secretfile.CheckRepo(root, r.Clusters)...)
 	return r, errs
 }
 

@@ -3,12 +3,15 @@ package hostile
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 // FuzzValidateMatchesRender writes arbitrary bytes as a repo's only cluster
 // record: validate must accept it exactly when render accepts it in spoke
-// and hub mode, and a refusal prints nothing on stdout.
+// and hub mode, and a refusal prints nothing on stdout. The repo holds no
+// secret files, so validate's findings that a listed secret has no file
+// (which render does not read) are set aside.
 func FuzzValidateMatchesRender(f *testing.F) {
 	for _, name := range []string{"gpu-east-1", "gpu-west-2", "hub-local"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "gitops", "clusters", name, "cluster.yaml"))
@@ -44,8 +47,20 @@ func FuzzValidateMatchesRender(f *testing.F) {
 		switch {
 		case vcode == 0 && renders != 2:
 			t.Fatalf("validate accepted (%s) what render refused", vout)
-		case vcode != 0 && renders == 2:
+		case vcode != 0 && renders == 2 && !onlyMissingSecretFiles(verr):
 			t.Fatalf("validate refused what render accepted: %s", verr)
 		}
 	})
+}
+
+// onlyMissingSecretFiles reports whether validate's findings are all "the
+// secret X has no file" (plus the count line).
+func onlyMissingSecretFiles(findings string) bool {
+	lines := strings.Split(strings.TrimSpace(findings), "\n")
+	for _, l := range lines[:len(lines)-1] {
+		if !strings.Contains(l, ": the secret ") || !strings.Contains(l, " has no file clusters/") {
+			return false
+		}
+	}
+	return len(lines) > 1
 }
