@@ -87,6 +87,7 @@ hub's Argo CD cluster Secrets and Applications in --namespace. See docs/generato
 	f.StringVar(&g.KnownHostsFile, "git-known-hosts-file", "", "ssh known_hosts file (required with ssh)")
 	f.DurationVar(&interval, "interval", time.Minute, "how often the repo is fetched")
 	f.DurationVar(&g.MaxStaleness, "max-staleness", 15*time.Minute, "answer 503 once the repo could not be fetched for this long (0: never)")
+	f.BoolVar(&g.ConfirmHead, "confirm-head", true, "check the revision's commit before every answer and load it if it moved, so replicas answer alike (503 while the repo is unreachable)")
 	f.StringVar(&g.App.RepoURL, "app-repo-url", "", "repoURL of the generated Applications (default: --repo when it is a URL)")
 	f.StringVar(&g.App.TargetRevision, "app-target-revision", "", "targetRevision of the generated Applications (default: --revision)")
 	f.StringVar(&g.App.ArgoNamespace, "namespace", "argocd", "Argo CD namespace: cluster Secrets and Applications are read there")

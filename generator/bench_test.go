@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +21,10 @@ import (
 // allowlisting 50 clusters, and 5 zones per cluster (25 products of 10 zones per org). Of
 // each product's zones one runs on the management cluster, one names a cluster outside the
 // org's allowlist, the rest an allowlisted cluster.
-func synthRepo(clusters int) *repo.MemFS {
+func synthRepo(clusters int) *repo.MemFS { return repo.NewMemFS(synthFiles(clusters)) }
+
+// synthFiles is synthRepo's files.
+func synthFiles(clusters int) map[string][]byte {
 	m := map[string][]byte{}
 	for i := 0; i < clusters; i++ {
 		m[fmt.Sprintf("clusters/c%05d/cluster.yaml", i)] = []byte(fmt.Sprintf(`apiVersion: spokeforge.io/v1alpha1
@@ -73,7 +78,7 @@ spec:
 			m[fmt.Sprintf("products/o%03d/p%02d.yaml", o, p)] = []byte(b.String())
 		}
 	}
-	return repo.NewMemFS(m)
+	return m
 }
 
 // synthHub registers 4 clusters in 5 (Secret and Healthy spoke Application).
@@ -163,6 +168,27 @@ func benchCalls(b *testing.B, clusters int, kind string) {
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	if rss := peakRSSMiB(); rss > 0 {
+		b.ReportMetric(rss, "rss-MiB")
+	}
+}
+
+// peakRSSMiB is the process's peak resident set (VmHWM): the test binary's
+// whole life, synthetic repo and snapshot loads included, so an upper bound
+// of what a generator serving the same answers holds. Run one size per
+// process to read it.
+func peakRSSMiB() float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }
 
 func BenchmarkZones(b *testing.B) {
@@ -200,6 +226,65 @@ func BenchmarkSnapshotLoad(b *testing.B) {
 	}
 }
 
+// BenchmarkIncrementalLoad: what a new commit costs a Loader that loaded the
+// previous one, when one cluster record changed and when every record
+// changed (compare BenchmarkSnapshotLoad, a full load). Iterations alternate
+// between two commits; the files come with their git blob hashes, as a git
+// tree's do.
+func BenchmarkIncrementalLoad(b *testing.B) {
+	for _, n := range scales {
+		base := synthFiles(n)
+		one := copyFiles(base)
+		p := fmt.Sprintf("clusters/c%05d/cluster.yaml", n/2)
+		one[p] = append(append([]byte(nil), one[p]...), "  # one record changed\n"...)
+		all := map[string][]byte{}
+		for k, v := range base {
+			all[k] = append(append([]byte(nil), v...), "# every record changed\n"...)
+		}
+		for _, c := range []struct {
+			name string
+			next map[string][]byte
+		}{{"one-changed", one}, {"all-changed", all}} {
+			b.Run(fmt.Sprintf("clusters=%d/%s", n, c.name), func(b *testing.B) {
+				commits := []func() *repo.MemFS{blobFS(base), blobFS(c.next)}
+				l := NewLoader(testSource)
+				if _, errs := l.Load(commits[0](), "c0"); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, errs := l.Load(commits[(i+1)%2](), "c"); len(errs) > 0 {
+						b.Fatal(errs)
+					}
+				}
+				b.StopTimer()
+				reused, parsed := l.Reuse()
+				b.ReportMetric(float64(parsed), "parsed-files")
+				b.ReportMetric(float64(reused), "reused-files")
+			})
+		}
+	}
+}
+
+// blobFS makes, per call, the fs of a commit of files whose blob hashes are
+// known up front, as a git tree's are.
+func blobFS(files map[string][]byte) func() *repo.MemFS {
+	blobs := map[string]repo.Blob{}
+	for p, data := range files {
+		h, _ := repo.NewMemFS(map[string][]byte{p: data}).Hash(p)
+		blobs[p] = repo.Blob{Hash: h, Size: int64(len(data)), Read: func() ([]byte, error) { return append([]byte(nil), data...), nil }}
+	}
+	return func() *repo.MemFS { return repo.NewBlobFS(blobs) }
+}
+
+func copyFiles(m map[string][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
 // BenchmarkFloorJSON is the floor: encoding/json encoding the same zones answer from
 // ready-made parameter maps, with no HTTP, auth, decisions or lookups.
 func BenchmarkFloorJSON(b *testing.B) {
@@ -211,14 +296,10 @@ func BenchmarkFloorJSON(b *testing.B) {
 // floorJSON is BenchmarkFloorJSON for one size.
 func floorJSON(b *testing.B, n int) {
 	e := env(b, n)
-	_, sets := NewPlacer().Decide(e.snap, e.hub, Filter{}, false)
 	var r Response
-	for _, s := range sets {
-		var m map[string]any
-		if err := json.Unmarshal(s, &m); err != nil {
-			b.Fatal(err)
-		}
-		r.Output.Parameters = append(r.Output.Parameters, m)
+	answer, _ := Place(e.snap, e.hub).Answer(Filter{})
+	if err := json.Unmarshal(answer, &r); err != nil {
+		b.Fatal(err)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -46,8 +46,14 @@ type GitConfig struct {
 	// MaxStaleness: once the repo has not been fetched successfully for this
 	// long, answers are refused (503) instead of served from an old snapshot.
 	MaxStaleness time.Duration
-	App          AppSource
-	Log          *slog.Logger
+	// ConfirmHead: every answer first checks the revision's commit in the
+	// repo (ls-remote, shared by the requests that arrive meanwhile) and
+	// loads it when it moved, so replicas behind one Service never answer
+	// from different commits. Without it a replica answers from its last
+	// fetch. A plain folder is never checked.
+	ConfirmHead bool
+	App         AppSource
+	Log         *slog.Logger
 }
 
 // GitSource fetches the repo and keeps the last good snapshot.
@@ -55,6 +61,11 @@ type GitSource struct {
 	cfg GitConfig
 
 	fetchMu sync.Mutex // one fetch at a time; a refresh waits for a running one
+	loader  *Loader    // under fetchMu
+
+	headMu   sync.Mutex
+	headSeq  uint64     // head checks started
+	headCall *headCheck // the latest
 
 	mu     sync.RWMutex
 	snap   *Snapshot
@@ -79,7 +90,7 @@ func NewGitSource(cfg GitConfig) (*GitSource, error) {
 	if isSSH(cfg.Repo) && (cfg.SSHKeyFile == "" || cfg.KnownHostsFile == "") {
 		return nil, fmt.Errorf("ssh repo %s needs --git-ssh-key-file and --git-known-hosts-file (host keys are always checked)", redactURL(cfg.Repo))
 	}
-	return &GitSource{cfg: cfg,
+	return &GitSource{cfg: cfg, loader: NewLoader(cfg.App),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "spokeforge_generator_repo_loads_total",
 			Help: "Repo checks by result: unchanged, loaded, invalid (last good snapshot kept), fetch_error.",
@@ -129,6 +140,118 @@ func (g *GitSource) Snapshot() (*Snapshot, error) {
 			time.Since(g.status.LastFetch).Round(time.Second), g.cfg.MaxStaleness, g.status.FetchError)
 	}
 	return g.snap, nil
+}
+
+// headCheck is one look at the revision's commit, shared by the requests
+// that arrived before it started.
+type headCheck struct {
+	seq  uint64
+	done chan struct{}
+	head string
+	err  error
+}
+
+// errPlainFolder: a folder that is not a git repository has no head to check.
+var errPlainFolder = errors.New("not a git repository")
+
+// Current implements Source: with ConfirmHead, the snapshot of the commit
+// the revision names now, loaded first if it moved. When that commit is
+// invalid every replica serves its last good snapshot, as without the check.
+func (g *GitSource) Current(ctx context.Context) (*Snapshot, error) {
+	if !g.cfg.ConfirmHead {
+		return g.Snapshot()
+	}
+	head, err := g.confirmHead(ctx)
+	switch {
+	case errors.Is(err, errPlainFolder):
+		return g.Snapshot()
+	case err != nil:
+		return nil, fmt.Errorf("cannot confirm the repo head: %w", err)
+	}
+	g.mu.RLock()
+	known := g.snap != nil && g.status.Commit == head || g.status.Head == head && g.status.HeadError != ""
+	g.mu.RUnlock()
+	if !known {
+		// Refresh fetches the head again, so it loads this commit or a later one.
+		if _, err := g.Refresh(ctx); err != nil {
+			return nil, fmt.Errorf("the repo head %s is not loaded: %w", head, err)
+		}
+	}
+	return g.Snapshot()
+}
+
+// confirmHead returns the revision's commit as found by a check that
+// started after the call: a request never trusts a look taken before it
+// arrived, yet concurrent requests share one.
+func (g *GitSource) confirmHead(ctx context.Context) (string, error) {
+	g.headMu.Lock()
+	arrived := g.headSeq
+	for {
+		c := g.headCall
+		if c != nil && c.seq > arrived {
+			g.headMu.Unlock()
+			select {
+			case <-c.done:
+				return c.head, c.err
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		}
+		if c != nil {
+			select {
+			case <-c.done:
+			default:
+				// An older check is running: wait for it, then start the next.
+				g.headMu.Unlock()
+				select {
+				case <-c.done:
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+				g.headMu.Lock()
+				continue
+			}
+		}
+		g.headSeq++
+		c = &headCheck{seq: g.headSeq, done: make(chan struct{})}
+		g.headCall = c
+		g.headMu.Unlock()
+		// Not the caller's context: others may be waiting on this check.
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		c.head, c.err = g.head(cctx)
+		cancel()
+		close(c.done)
+		return c.head, c.err
+	}
+}
+
+// head lists the revision's commit without fetching it.
+func (g *GitSource) head(ctx context.Context) (string, error) {
+	if !IsRemote(g.cfg.Repo) {
+		r, err := git.PlainOpen(g.cfg.Repo)
+		if err != nil {
+			return "", errPlainFolder
+		}
+		h, err := r.ResolveRevision(plumbing.Revision(g.cfg.Revision))
+		if err != nil {
+			return "", fmt.Errorf("revision %s in %s: %w", g.cfg.Revision, g.cfg.Repo, err)
+		}
+		return h.String(), nil
+	}
+	auth, err := g.auth()
+	if err != nil {
+		return "", err
+	}
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.cfg.Repo}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
+	}
+	_, hash, err := resolveRef(refs, g.cfg.Revision)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", redactURL(g.cfg.Repo), err)
+	}
+	return hash.String(), nil
 }
 
 // Status implements Source.
@@ -190,8 +313,9 @@ func (g *GitSource) Refresh(ctx context.Context) (SourceStatus, error) {
 		// A refused file (a symlink leaving its directory, a device, an
 		// oversized record) rejects the commit: answering without it would
 		// shrink a list.
-		snap, errs = LoadSnapshot(files, commit, g.cfg.App)
+		snap, errs = g.loader.Load(files, commit)
 	}
+	reused, parsed := g.loader.Reuse()
 	g.loadTime.Observe(time.Since(start).Seconds())
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -217,7 +341,7 @@ func (g *GitSource) Refresh(ctx context.Context) (SourceStatus, error) {
 	g.status.Commit, g.status.LoadedAt, g.status.ConfirmedAt = commit, now, now
 	g.status.HeadError, g.status.HeadErrors = "", nil
 	g.cfg.Log.Info("repo snapshot loaded", "commit", commit, "clusters", c, "orgs", o, "zones", z,
-		"load_ms", time.Since(start).Milliseconds())
+		"files_reused", reused, "files_parsed", parsed, "load_ms", time.Since(start).Milliseconds())
 	return g.status, nil
 }
 
@@ -357,7 +481,7 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	files := map[string][]byte{}
+	files := map[string]repo.Blob{}
 	for name, f := range entries {
 		if !isRecordPath(name) {
 			continue
@@ -387,14 +511,15 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 			refused = append(refused, record.Error{File: name, Msg: fmt.Sprintf("is %d bytes; at most %d are read", target.Size, repo.MaxRecordBytes)})
 			continue
 		}
-		s, err := target.Contents()
-		if err != nil {
-			return "", nil, nil, fmt.Errorf("%s: %w", name, err)
-		}
-		files[name] = []byte(s)
+		// Read only if the loader has not seen this blob: unchanged records
+		// of a new commit are never decompressed.
+		files[name] = repo.Blob{Hash: target.Hash.String(), Size: target.Size, Read: func() ([]byte, error) {
+			s, err := target.Contents()
+			return []byte(s), err
+		}}
 	}
 	sort.SliceStable(refused, func(i, j int) bool { return refused[i].File < refused[j].File })
-	return h.String(), repo.NewMemFS(files), refused, nil
+	return h.String(), repo.NewBlobFS(files), refused, nil
 }
 
 // isRecordDirPath: a path where a directory holding records belongs.

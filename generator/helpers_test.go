@@ -47,14 +47,19 @@ func mustSnapshot(t testing.TB, fsys fs.FS, commit string) *Snapshot {
 	return s
 }
 
-// fakeHub is a Hub with fixed answers.
+// fakeHub is a Hub with fixed answers; a test that changes them after a
+// server answered bumps version.
 type fakeHub struct {
-	err     error
-	secrets map[string]bool
-	apps    map[string]App
+	err      error
+	unsynced bool
+	version  uint64
+	secrets  map[string]bool
+	apps     map[string]App
 }
 
 func (h *fakeHub) Ready() error                     { return h.err }
+func (h *fakeHub) Synced() bool                     { return !h.unsynced }
+func (h *fakeHub) Version() uint64                  { return h.version }
 func (h *fakeHub) ClusterSecret(c string) bool      { return h.secrets[c] }
 func (h *fakeHub) Application(n string) (App, bool) { a, ok := h.apps[n]; return a, ok }
 
@@ -89,6 +94,7 @@ func (s *staticSource) Status() SourceStatus {
 	return SourceStatus{Commit: s.snap.Commit, LoadedAt: s.snap.LoadedAt, ConfirmedAt: s.snap.LoadedAt}
 }
 func (s *staticSource) Refresh(context.Context) (SourceStatus, error) { return s.Status(), nil }
+func (s *staticSource) Current(context.Context) (*Snapshot, error)    { return s.Snapshot() }
 
 var errNoSnapshot = errors.New("the repo was never loaded yet")
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,8 @@ type KubeHub struct {
 	interval time.Duration
 	log      *slog.Logger
 
+	version atomic.Uint64 // bumped by every change placement can see
+
 	mu       sync.Mutex
 	probeErr error
 	watchErr error
@@ -66,6 +69,33 @@ func NewKubeHub(kc kubernetes.Interface, dc dynamic.Interface, namespace string,
 		}
 		return nil, nil
 	}}); err != nil {
+		return nil, err
+	}
+	// Handlers run after the store holds the change, so a Version read
+	// before reading the store never hides a change from a Placement.
+	bump := func(relevant func(old, new any) bool) cache.ResourceEventHandler {
+		return cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { h.version.Add(1) },
+			DeleteFunc: func(any) { h.version.Add(1) },
+			UpdateFunc: func(old, new any) {
+				if relevant(old, new) {
+					h.version.Add(1)
+				}
+			},
+		}
+	}
+	if _, err := h.secrets.AddEventHandler(bump(func(old, new any) bool {
+		o, _ := old.(*corev1.Secret)
+		n, _ := new.(*corev1.Secret)
+		return o == nil || n == nil || string(o.Data["name"]) != string(n.Data["name"])
+	})); err != nil {
+		return nil, err
+	}
+	if _, err := h.apps.AddEventHandler(bump(func(old, new any) bool {
+		o, _ := old.(*unstructured.Unstructured)
+		n, _ := new.(*unstructured.Unstructured)
+		return o == nil || n == nil || appView(o) != appView(n)
+	})); err != nil {
 		return nil, err
 	}
 	for name, inf := range map[string]cache.SharedIndexInformer{"cluster Secrets": h.secrets, "Applications": h.apps} {
@@ -160,9 +190,15 @@ func (h *KubeHub) WaitForSync(ctx context.Context) bool {
 	return cache.WaitForCacheSync(ctx.Done(), h.secrets.HasSynced, h.apps.HasSynced)
 }
 
+// Synced implements Hub.
+func (h *KubeHub) Synced() bool { return h.secrets.HasSynced() && h.apps.HasSynced() }
+
+// Version implements Hub.
+func (h *KubeHub) Version() uint64 { return h.version.Load() }
+
 // Ready implements Hub.
 func (h *KubeHub) Ready() error {
-	if !h.secrets.HasSynced() || !h.apps.HasSynced() {
+	if !h.Synced() {
 		return errors.New("hub informers (cluster Secrets, Applications) not synced yet")
 	}
 	h.mu.Lock()
@@ -189,9 +225,14 @@ func (h *KubeHub) Application(name string) (App, bool) {
 	if !ok {
 		return App{}, false
 	}
+	return appView(u), true
+}
+
+// appView is what placement reads of an Application.
+func appView(u *unstructured.Unstructured) App {
 	var a App
 	a.Destination.Name, _, _ = unstructured.NestedString(u.Object, "spec", "destination", "name")
 	a.Destination.Server, _, _ = unstructured.NestedString(u.Object, "spec", "destination", "server")
 	a.Health, _, _ = unstructured.NestedString(u.Object, "status", "health", "status")
-	return a, true
+	return a
 }

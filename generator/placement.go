@@ -2,8 +2,9 @@ package generator
 
 import (
 	"fmt"
-	"github.com/spokeforge/spokeforge/internal/names"
 	"sync"
+
+	"github.com/spokeforge/spokeforge/internal/names"
 )
 
 // Outcome of a zone's placement (docs/generator.md, "Placement").
@@ -33,6 +34,11 @@ type Hub interface {
 	// Ready is nil once the caches are synced and the API server answers;
 	// otherwise it says why the state cannot be trusted.
 	Ready() error
+	// Synced reports whether the caches hold a full view of the hub.
+	Synced() bool
+	// Version changes whenever anything ClusterSecret or Application
+	// answers may have changed, after the change is visible to them.
+	Version() uint64
 	// ClusterSecret reports whether an Argo CD cluster Secret names cluster.
 	ClusterSecret(cluster string) bool
 	// Application returns the Application called name in the Argo CD namespace.
@@ -56,19 +62,6 @@ type Decision struct {
 	health string
 }
 
-// Placer decides placements and remembers which zones it placed, so a
-// zone stays placed while its cluster is briefly unready. Only a change in
-// git (zone removed, moved to another cluster, allowlist entry removed,
-// cluster record removed) withdraws it.
-type Placer struct {
-	mu     sync.Mutex
-	placed map[string]string // zone -> cluster it was placed on
-	seen   *Snapshot         // the snapshot placed was last pruned against
-}
-
-// NewPlacer returns a Placer with no memory.
-func NewPlacer() *Placer { return &Placer{placed: map[string]string{}} }
-
 // why is the rule behind a decision; Reason is only spelt out when asked
 // for, so a 50,000-zone answer formats no strings.
 type why uint8
@@ -83,32 +76,43 @@ const (
 	whySpokeUnhealthy
 )
 
-// decide applies the placement rules of docs/generator.md to z. The caller has checked hub.Ready.
-func (p *Placer) decide(s *Snapshot, hub Hub, z *zoneEntry) Decision {
+// registered is a cluster's registration, worked out once per Placement.
+type registered struct {
+	why    why
+	health string
+}
+
+// decide applies the placement rules of docs/generator.md to z. The caller
+// has checked hub.Ready. Nothing but the snapshot and the hub decides: a
+// zone stays placed while its cluster is unready only because its
+// Application exists on the hub with the zone's destination, so every
+// replica decides the same.
+func decide(s *Snapshot, hub Hub, z *zoneEntry, regs map[string]registered) Decision {
 	d := Decision{Org: z.Org, Product: z.Product, Zone: z.Zone, Environment: z.Environment, Cluster: z.Cluster}
 	if z.Cluster == "" {
 		d.Outcome, d.why = Placed, whyHub
 		return d
 	}
 	if !s.allow[z.Org][z.Cluster] {
-		p.forget(z.Zone)
 		d.Outcome, d.why = Rejected, whyNotAllowed
 		return d
 	}
 	facts, known := s.clusters[z.Cluster]
 	if !known {
-		p.forget(z.Zone)
 		d.Outcome, d.why = Rejected, whyUnknown
 		return d
 	}
-	d.why, d.health = registration(hub, z.Cluster, facts.inCluster)
+	reg, ok := regs[z.Cluster]
+	if !ok {
+		reg.why, reg.health = registration(hub, z.Cluster, facts.inCluster)
+		regs[z.Cluster] = reg
+	}
+	d.why, d.health = reg.why, reg.health
 	if d.why == whyRegistered {
-		p.remember(z.Zone, z.Cluster)
 		d.Outcome = Placed
 		return d
 	}
-	if p.wasPlaced(hub, s, z) {
-		p.remember(z.Zone, z.Cluster)
+	if app, ok := hub.Application(names.ZoneApplication(z.Zone)); ok && app.Destination == z.dest {
 		d.Outcome, d.Sticky = Placed, true
 		return d
 	}
@@ -166,55 +170,6 @@ func registration(hub Hub, cluster string, inCluster bool) (why, string) {
 	return whyRegistered, ""
 }
 
-// wasPlaced: this process placed z on its cluster, or the zone's
-// Application already exists with the zone's destination (it was placed
-// before a restart).
-func (p *Placer) wasPlaced(hub Hub, s *Snapshot, z *zoneEntry) bool {
-	p.mu.Lock()
-	c, ok := p.placed[z.Zone]
-	p.mu.Unlock()
-	if ok && c == z.Cluster {
-		return true
-	}
-	app, ok := hub.Application(names.ZoneApplication(z.Zone))
-	return ok && app.Destination == s.destination(z.Cluster)
-}
-
-func (p *Placer) remember(zone, cluster string) {
-	p.mu.Lock()
-	p.placed[zone] = cluster
-	p.mu.Unlock()
-}
-
-func (p *Placer) forget(zone string) {
-	p.mu.Lock()
-	delete(p.placed, zone)
-	p.mu.Unlock()
-}
-
-// prune forgets zones the snapshot no longer has, so a zone removed and
-// later re-added starts afresh.
-func (p *Placer) prune(s *Snapshot) {
-	p.mu.Lock()
-	fresh := p.seen != s
-	p.seen = s
-	p.mu.Unlock()
-	if !fresh {
-		return
-	}
-	live := make(map[string]string, len(s.zones))
-	for _, z := range s.zones {
-		live[z.Zone] = z.Cluster
-	}
-	p.mu.Lock()
-	for zone, c := range p.placed {
-		if lc, ok := live[zone]; !ok || lc != c {
-			delete(p.placed, zone)
-		}
-	}
-	p.mu.Unlock()
-}
-
 // Filter selects zones; empty fields match everything.
 type Filter struct {
 	Org, Product, Environment string
@@ -225,26 +180,84 @@ func (f Filter) match(z *zoneEntry) bool {
 		(f.Environment == "" || f.Environment == z.Environment)
 }
 
-// Decide returns the decision of every zone f selects, in snapshot order,
-// and the encoded parameter sets of the placed ones. Reasons are filled in
-// when explain is set.
-func (p *Placer) Decide(s *Snapshot, hub Hub, f Filter, explain bool) ([]Decision, [][]byte) {
-	p.prune(s)
-	var ds []Decision
-	var sets [][]byte
+// Placement is every zone's decision for one snapshot and one hub state,
+// with the kind: zones answers made of them: computed once when either
+// changes, then served as bytes.
+type Placement struct {
+	Snapshot   *Snapshot
+	HubVersion uint64
+	decisions  []Decision // snapshot order, reasons not spelt out
+	answer     []byte     // the unfiltered answer
+	placed     int
+
+	mu       sync.Mutex
+	filtered map[Filter]filteredAnswer
+}
+
+type filteredAnswer struct {
+	body []byte
+	sets int
+}
+
+// maxFiltered bounds the filtered answers kept per Placement: filters come
+// from callers, so they must not grow memory without limit.
+const maxFiltered = 64
+
+// Place decides every zone of s under hub's current state. The caller has
+// checked hub.Ready.
+func Place(s *Snapshot, hub Hub) *Placement {
+	p := &Placement{Snapshot: s, HubVersion: hub.Version(), decisions: make([]Decision, len(s.zones))}
+	regs := make(map[string]registered, len(s.clusters))
+	sets := make([][]byte, 0, len(s.zones))
 	for i := range s.zones {
-		z := &s.zones[i]
-		if !f.match(z) {
+		p.decisions[i] = decide(s, hub, &s.zones[i], regs)
+		if p.decisions[i].Outcome == Placed {
+			sets = append(sets, s.zones[i].set)
+		}
+	}
+	p.answer, p.placed = encodeResponse(sets), len(sets)
+	return p
+}
+
+// Answer is the encoded kind: zones response for f and its number of sets.
+func (p *Placement) Answer(f Filter) ([]byte, int) {
+	if f == (Filter{}) {
+		return p.answer, p.placed
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, ok := p.filtered[f]; ok {
+		return a.body, a.sets
+	}
+	var sets [][]byte
+	for i := range p.Snapshot.zones {
+		if z := &p.Snapshot.zones[i]; f.match(z) && p.decisions[i].Outcome == Placed {
+			sets = append(sets, z.set)
+		}
+	}
+	a := filteredAnswer{encodeResponse(sets), len(sets)}
+	if len(p.filtered) < maxFiltered {
+		if p.filtered == nil {
+			p.filtered = map[Filter]filteredAnswer{}
+		}
+		p.filtered[f] = a
+	}
+	return a.body, a.sets
+}
+
+// Decisions returns the decision of every zone f selects, in snapshot
+// order, with reasons when explain is set.
+func (p *Placement) Decisions(f Filter, explain bool) []Decision {
+	var ds []Decision
+	for i := range p.Snapshot.zones {
+		if !f.match(&p.Snapshot.zones[i]) {
 			continue
 		}
-		d := p.decide(s, hub, z)
+		d := p.decisions[i]
 		if explain {
 			d.explain()
 		}
 		ds = append(ds, d)
-		if d.Outcome == Placed {
-			sets = append(sets, z.set)
-		}
 	}
-	return ds, sets
+	return ds
 }

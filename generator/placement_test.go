@@ -6,9 +6,11 @@ import (
 	"testing"
 )
 
-func decisions(t *testing.T, p *Placer, s *Snapshot, h Hub, f Filter) map[string]Decision {
+func decisions(t *testing.T, s *Snapshot, h Hub, f Filter) map[string]Decision {
 	t.Helper()
-	ds, sets := p.Decide(s, h, f, true)
+	p := Place(s, h)
+	ds := p.Decisions(f, true)
+	_, sets := p.Answer(f)
 	out := map[string]Decision{}
 	placed := 0
 	for _, d := range ds {
@@ -17,10 +19,21 @@ func decisions(t *testing.T, p *Placer, s *Snapshot, h Hub, f Filter) map[string
 			placed++
 		}
 	}
-	if placed != len(sets) {
-		t.Fatalf("%d placed decisions but %d parameter sets", placed, len(sets))
+	if placed != sets {
+		t.Fatalf("%d placed decisions but %d parameter sets", placed, sets)
 	}
 	return out
+}
+
+// answerSets decodes a Placement's answer for f.
+func answerSets(t *testing.T, p *Placement, f Filter) []map[string]any {
+	t.Helper()
+	b, _ := p.Answer(f)
+	var r Response
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r.Output.Parameters
 }
 
 func TestPlacementRules(t *testing.T) {
@@ -51,7 +64,7 @@ func TestPlacementRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := decisions(t, NewPlacer(), snap, tt.hub(), Filter{})[tt.zone]
+			d := decisions(t, snap, tt.hub(), Filter{})[tt.zone]
 			if d.Outcome != tt.want || !strings.Contains(d.Reason, tt.reason) {
 				t.Fatalf("%s: got %s (%s), want %s containing %q", tt.zone, d.Outcome, d.Reason, tt.want, tt.reason)
 			}
@@ -69,19 +82,16 @@ spec:
       - {name: checkout-local, environment: release, cluster: hub-local}
 `}), "c1")
 	h := &fakeHub{apps: map[string]App{}}
-	if d := decisions(t, NewPlacer(), snap, h, Filter{})["checkout-local"]; d.Outcome != Waiting || !strings.Contains(d.Reason, "spoke-hub-local") {
+	if d := decisions(t, snap, h, Filter{})["checkout-local"]; d.Outcome != Waiting || !strings.Contains(d.Reason, "spoke-hub-local") {
 		t.Fatalf("without spoke-hub-local: %+v", d)
 	}
 	h.apps["spoke-hub-local"] = App{Health: HealthHealthy}
-	ds, sets := NewPlacer().Decide(snap, h, Filter{Org: "acme"}, true)
+	pl := Place(snap, h)
+	ds, sets := pl.Decisions(Filter{Org: "acme"}, true), answerSets(t, pl, Filter{Org: "acme"})
 	if len(ds) != 1 || ds[0].Outcome != Placed || len(sets) != 1 {
 		t.Fatalf("with a Healthy spoke-hub-local and no Secret: %+v", ds)
 	}
-	var p map[string]any
-	if err := json.Unmarshal(sets[0], &p); err != nil {
-		t.Fatal(err)
-	}
-	if d := p["destination"].(map[string]any); d["server"] != "https://kubernetes.default.svc" || d["name"] != "" {
+	if d := sets[0]["destination"].(map[string]any); d["server"] != "https://kubernetes.default.svc" || d["name"] != "" {
 		t.Fatalf("inCluster destination = %v", d)
 	}
 }
@@ -93,7 +103,7 @@ func TestPlacementUnknownClusterIsAZoneRejection(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatalf("LoadSnapshot: %v", errs)
 	}
-	ds := decisions(t, NewPlacer(), snap, registeredHub(), Filter{})
+	ds := decisions(t, snap, registeredHub(), Filter{})
 	if d := ds["trainer-staging"]; d.Outcome != Rejected || !strings.Contains(d.Reason, "not known: no clusters/gpu-west-2/cluster.yaml") {
 		t.Fatalf("trainer-staging: %+v", d)
 	}
@@ -107,34 +117,40 @@ func TestPlacementUnknownClusterIsAZoneRejection(t *testing.T) {
 	}
 }
 
+// TestPlacementSticky: a placed zone stays placed while its cluster is
+// unready because its Application exists on the hub (the controller made it
+// from the placement); nothing is remembered in the process.
 func TestPlacementSticky(t *testing.T) {
 	fsys := exampleFS(t, nil)
 	snap := mustSnapshot(t, fsys, "c1")
-	p := NewPlacer()
 	h := registeredHub()
-	if d := decisions(t, p, snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || d.Sticky {
+	if d := decisions(t, snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || d.Sticky {
 		t.Fatalf("registered: %+v", d)
 	}
+	// The ApplicationSet controller creates the zone's Application.
+	h.apps["product-checkout-prod"] = App{Destination: Destination{Name: "gpu-east-1"}}
 	// The spoke goes Degraded and its Secret is briefly gone: the zone stays.
 	h.apps["spoke-gpu-east-1"] = App{Health: "Degraded"}
 	delete(h.secrets, "gpu-east-1")
-	if d := decisions(t, p, snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky || !strings.Contains(d.Reason, "kept while") {
+	if d := decisions(t, snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky || !strings.Contains(d.Reason, "kept while") {
 		t.Fatalf("briefly unready: %+v", d)
 	}
 	// A new commit that changes nothing about the zone keeps it too.
 	snap2 := mustSnapshot(t, fsys, "c2")
-	if d := decisions(t, p, snap2, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky {
+	if d := decisions(t, snap2, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky {
 		t.Fatalf("unrelated commit: %+v", d)
 	}
-	// Git withdraws it: acme no longer allowlists gpu-east-1.
+	// Git withdraws it: acme no longer allowlists gpu-east-1, whatever the hub holds.
 	noAllow := exampleFS(t, map[string]string{"orgs/acme.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: acme}\nspec: {clusterAllowlist: [hub-local]}\n"})
 	snap3 := mustSnapshot(t, noAllow, "c3")
-	if d := decisions(t, p, snap3, h, Filter{})["checkout-prod"]; d.Outcome != Rejected {
+	if d := decisions(t, snap3, h, Filter{})["checkout-prod"]; d.Outcome != Rejected {
 		t.Fatalf("allowlist entry removed: %+v", d)
 	}
-	// Back on the allowlist while the cluster is still unready: it waits, the memory is gone.
+	// The controller deleted the Application; back on the allowlist while the
+	// cluster is still unready, the zone waits.
+	delete(h.apps, "product-checkout-prod")
 	snap4 := mustSnapshot(t, fsys, "c4")
-	if d := decisions(t, p, snap4, h, Filter{})["checkout-prod"]; d.Outcome != Waiting {
+	if d := decisions(t, snap4, h, Filter{})["checkout-prod"]; d.Outcome != Waiting {
 		t.Fatalf("re-allowed, cluster unready: %+v", d)
 	}
 }
@@ -144,12 +160,12 @@ func TestPlacementStickyAcrossRestart(t *testing.T) {
 	h := registeredHub()
 	delete(h.secrets, "gpu-east-1")
 	h.apps["product-checkout-prod"] = App{Destination: Destination{Name: "gpu-east-1"}, Health: HealthHealthy}
-	if d := decisions(t, NewPlacer(), snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky {
+	if d := decisions(t, snap, h, Filter{})["checkout-prod"]; d.Outcome != Placed || !d.Sticky {
 		t.Fatalf("existing zone Application, fresh process: %+v", d)
 	}
 	// The existing Application points elsewhere (the zone moved in git): no stickiness.
 	h.apps["product-checkout-prod"] = App{Destination: Destination{Name: "gpu-west-2"}}
-	if d := decisions(t, NewPlacer(), snap, h, Filter{})["checkout-prod"]; d.Outcome != Waiting {
+	if d := decisions(t, snap, h, Filter{})["checkout-prod"]; d.Outcome != Waiting {
 		t.Fatalf("existing Application with another destination: %+v", d)
 	}
 }
@@ -168,7 +184,7 @@ func TestZoneFilters(t *testing.T) {
 		{Filter{Org: "nobody"}, ""},
 	}
 	for _, tt := range tests {
-		ds, _ := NewPlacer().Decide(snap, registeredHub(), tt.f, false)
+		ds := Place(snap, registeredHub()).Decisions(tt.f, false)
 		var got []string
 		for _, d := range ds {
 			got = append(got, d.Zone)

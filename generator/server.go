@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -31,6 +32,11 @@ type Source interface {
 	Status() SourceStatus
 	// Refresh fetches and loads the repo head now.
 	Refresh(ctx context.Context) (SourceStatus, error)
+	// Current is the snapshot of the repo head as of the call: replicas
+	// behind one Service answer from the same commit, or an error (a
+	// replica that lags must not answer a shorter list than one that does
+	// not).
+	Current(ctx context.Context) (*Snapshot, error)
 }
 
 // SourceStatus is what /api/v1/placements and /api/v1/refresh report about the repo.
@@ -60,18 +66,23 @@ type Config struct {
 
 // Server is the generator's HTTP API.
 type Server struct {
-	cfg    Config
-	src    Source
-	hub    Hub
-	placer *Placer
-	m      *metrics
-	echo   *echo.Echo
-	token  tokenFile
-	log    *slog.Logger
+	cfg   Config
+	src   Source
+	hub   Hub
+	m     *metrics
+	echo  *echo.Echo
+	token tokenFile
+	log   *slog.Logger
 
-	lastMu sync.Mutex
-	last   map[string]Outcome // zone -> outcome last logged
+	// placed is the latest Placement; placeMu lets one request compute the
+	// next while the others wait for it.
+	placed  atomic.Pointer[Placement]
+	placeMu sync.Mutex
+	last    map[string]Outcome // zone -> outcome last logged (under placeMu)
 }
+
+// CommitHeader names the commit an answer was made from (Argo CD ignores it).
+const CommitHeader = "X-Spokeforge-Commit"
 
 // DefaultMaxBodyBytes: an Argo CD request is a few hundred bytes.
 const DefaultMaxBodyBytes = 64 << 10
@@ -85,7 +96,7 @@ func NewServer(cfg Config, src Source, hub Hub) (*Server, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	s := &Server{cfg: cfg, src: src, hub: hub, placer: NewPlacer(), log: cfg.Log, token: tokenFile{path: cfg.TokenFile}}
+	s := &Server{cfg: cfg, src: src, hub: hub, log: cfg.Log, token: tokenFile{path: cfg.TokenFile}}
 	if _, err := s.token.get(); err != nil {
 		return nil, err
 	}
@@ -322,17 +333,22 @@ func (s *Server) webhookAuth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// readyz: ready once there is a snapshot and, with a hub, a full hub view.
 func (s *Server) readyz(c echo.Context) error {
 	if _, err := s.src.Snapshot(); err != nil {
 		return &HTTPError{Status: http.StatusServiceUnavailable, Msg: err.Error()}
 	}
+	if s.hub != nil && !s.hub.Synced() {
+		return &HTTPError{Status: http.StatusServiceUnavailable, Msg: "hub informers (cluster Secrets, Applications) not synced yet"}
+	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// answerable returns the snapshot, and checks the hub when kind needs it.
-// Any doubt is a 503: Argo CD keeps existing Applications on an error.
-func (s *Server) answerable(kind string) (*Snapshot, error) {
-	snap, err := s.src.Snapshot()
+// answerable returns the snapshot of the repo head, and checks the hub
+// when kind needs it. Any doubt is a 503: Argo CD keeps existing
+// Applications on an error.
+func (s *Server) answerable(ctx context.Context, kind string) (*Snapshot, error) {
+	snap, err := s.src.Current(ctx)
 	if err != nil {
 		return nil, &HTTPError{Status: http.StatusServiceUnavailable, Msg: "no trustworthy repo snapshot: " + err.Error()}
 	}
@@ -345,6 +361,30 @@ func (s *Server) answerable(kind string) (*Snapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// placement is the Placement of snap under the hub's current state: the
+// latest one while neither changed, else computed once for every waiting
+// request.
+func (s *Server) placement(snap *Snapshot) *Placement {
+	fresh := func() *Placement {
+		if p := s.placed.Load(); p != nil && p.Snapshot == snap && p.HubVersion == s.hub.Version() {
+			return p
+		}
+		return nil
+	}
+	if p := fresh(); p != nil {
+		return p
+	}
+	s.placeMu.Lock()
+	defer s.placeMu.Unlock()
+	if p := fresh(); p != nil {
+		return p
+	}
+	p := Place(snap, s.hub)
+	s.placed.Store(p)
+	s.record(p.Decisions(Filter{}, false))
+	return p
 }
 
 func (s *Server) getParams(c echo.Context) error {
@@ -361,24 +401,24 @@ func (s *Server) getParams(c echo.Context) error {
 		return err
 	}
 	c.Set("kind", q.Kind)
-	snap, err := s.answerable(q.Kind)
+	snap, err := s.answerable(c.Request().Context(), q.Kind)
 	if err != nil {
 		return err
 	}
-	var sets [][]byte
+	var answer []byte
+	var sets int
 	switch q.Kind {
 	case KindClusters:
-		sets = snap.clusterSets
+		answer, sets = snap.clustersAnswer, len(snap.clusterSets)
 	case KindZones:
-		var ds []Decision
-		ds, sets = s.placer.Decide(snap, s.hub, q.Zones, false)
-		s.record(ds, q.Zones == (Filter{}))
+		answer, sets = s.placement(snap).Answer(q.Zones)
 	}
-	c.Set("sets", len(sets))
+	c.Set("sets", sets)
 	if q.Zones == (Filter{}) {
-		s.m.sets.WithLabelValues(q.Kind).Set(float64(len(sets)))
+		s.m.sets.WithLabelValues(q.Kind).Set(float64(sets))
 	}
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, encodeResponse(sets))
+	c.Response().Header().Set(CommitHeader, snap.Commit)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, answer)
 }
 
 func isJSON(ct string) bool {
@@ -395,7 +435,7 @@ type Placements struct {
 }
 
 func (s *Server) placements(c echo.Context) error {
-	snap, err := s.answerable(KindZones)
+	snap, err := s.answerable(c.Request().Context(), KindZones)
 	if err != nil {
 		var he *HTTPError
 		if errors.As(err, &he) {
@@ -404,8 +444,7 @@ func (s *Server) placements(c echo.Context) error {
 		return err
 	}
 	f := Filter{Org: c.QueryParam("org"), Product: c.QueryParam("product"), Environment: c.QueryParam("environment")}
-	ds, _ := s.placer.Decide(snap, s.hub, f, true)
-	s.record(ds, f == (Filter{}))
+	ds := s.placement(snap).Decisions(f, true)
 	p := Placements{Repo: s.src.Status(), Counts: map[Outcome]int{}, Zones: ds}
 	p.Clusters, _, _ = snap.Counts()
 	for _, o := range Outcomes {
@@ -417,31 +456,24 @@ func (s *Server) placements(c echo.Context) error {
 	if p.Zones == nil {
 		p.Zones = []Decision{}
 	}
+	c.Response().Header().Set(CommitHeader, snap.Commit)
 	return c.JSON(http.StatusOK, p)
 }
 
-// record logs every decision that changed since it was last logged, and
-// sets the decision gauges when ds covers every zone.
-func (s *Server) record(ds []Decision, all bool) {
-	if all {
-		s.m.observeDecisions(ds)
-	}
-	s.lastMu.Lock()
-	defer s.lastMu.Unlock()
+// record sets the decision gauges from every zone's decision and logs
+// each that changed since it was last logged. The caller holds placeMu.
+func (s *Server) record(ds []Decision) {
+	s.m.observeDecisions(ds)
 	prev := s.last
-	if all || prev == nil {
-		// A full evaluation also forgets zones git removed.
-		s.last = make(map[string]Outcome, len(ds))
-	}
+	// A new map also forgets zones git removed.
+	s.last = make(map[string]Outcome, len(ds))
 	for _, d := range ds {
 		o, ok := prev[d.Zone]
 		s.last[d.Zone] = d.Outcome
 		if ok && o == d.Outcome {
 			continue
 		}
-		if d.Reason == "" {
-			d.explain()
-		}
+		d.explain()
 		s.log.Info("zone decision", "zone", d.Zone, "org", d.Org, "product", d.Product, "cluster", d.Cluster,
 			"outcome", string(d.Outcome), "reason", d.Reason)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
@@ -38,10 +39,11 @@ type Snapshot struct {
 	LoadedAt time.Time
 	Repo     *repo.Repo
 
-	clusterSets [][]byte
-	clusters    map[string]clusterFacts
-	allow       map[string]map[string]bool // org -> allowlisted clusters
-	zones       []zoneEntry
+	clusterSets    [][]byte
+	clustersAnswer []byte // the encoded kind: clusters response
+	clusters       map[string]clusterFacts
+	allow          map[string]map[string]bool // org -> allowlisted clusters
+	zones          []zoneEntry
 }
 
 type clusterFacts struct {
@@ -52,6 +54,7 @@ type clusterFacts struct {
 // whether it is included depends on the hub.
 type zoneEntry struct {
 	Org, Product, Zone, Environment, Cluster string
+	dest                                     Destination
 	set                                      []byte
 }
 
@@ -68,12 +71,34 @@ type Destination struct {
 // record withdraws its zones instead of freezing the whole repo. Every
 // other finding rejects the snapshot.
 func LoadSnapshot(fsys fs.FS, commit string, src AppSource) (*Snapshot, record.Errors) {
-	r, errs := repo.LoadFS(fsys)
+	return NewLoader(src).Load(fsys, commit)
+}
+
+// Loader builds one snapshot after another, reusing what did not change:
+// the parsed and checked record of every file whose git blob hash is the
+// same (repo.Loader), and the encoded parameter sets of every record it
+// reuses. Its snapshots equal LoadSnapshot's. Not safe for concurrent use.
+type Loader struct {
+	src   AppSource
+	repo  repo.Loader
+	sets  map[*v1alpha1.Cluster][]byte
+	zones map[*v1alpha1.Product][]zoneEntry
+}
+
+// NewLoader returns a Loader for Applications reading the repo at src.
+func NewLoader(src AppSource) *Loader { return &Loader{src: src} }
+
+// Load is LoadSnapshot, incrementally.
+func (l *Loader) Load(fsys fs.FS, commit string) (*Snapshot, record.Errors) {
+	r, errs := l.repo.Load(fsys)
 	if errs = withoutUnknownClusterRefs(r, errs); len(errs) > 0 {
 		return nil, errs
 	}
-	return newSnapshot(r, commit, src)
+	return l.snapshot(r, commit)
 }
+
+// Reuse says how many record files the last Load reused and parsed.
+func (l *Loader) Reuse() (reused, parsed int) { return l.repo.Reused, l.repo.Parsed }
 
 var (
 	zoneClusterPath = regexp.MustCompile(`^spec\.delivery\.zones\[(\d+)\]\.cluster$`)
@@ -124,20 +149,29 @@ func withoutUnknownClusterRefs(r *repo.Repo, errs record.Errors) record.Errors {
 	return out
 }
 
-func newSnapshot(r *repo.Repo, commit string, src AppSource) (*Snapshot, record.Errors) {
+// snapshot indexes r and encodes its parameter sets, taking those of
+// records the previous snapshot had (the same parsed record, so the same
+// bytes) from the caches. The kind: clusters answer is encoded whole here.
+func (l *Loader) snapshot(r *repo.Repo, commit string) (*Snapshot, record.Errors) {
 	s := &Snapshot{
 		Commit: commit, LoadedAt: time.Now(), Repo: r,
 		clusters: make(map[string]clusterFacts, len(r.Clusters)),
 		allow:    make(map[string]map[string]bool, len(r.Orgs)),
 	}
+	sets := make(map[*v1alpha1.Cluster][]byte, len(r.Clusters))
+	zones := make(map[*v1alpha1.Product][]zoneEntry, len(r.Products))
 	clusters := append([]validate.ClusterEntry(nil), r.Clusters...)
 	sort.Slice(clusters, func(i, j int) bool { return clusters[i].Cluster.Metadata.Name < clusters[j].Cluster.Metadata.Name })
 	s.clusterSets = make([][]byte, 0, len(clusters))
 	for _, e := range clusters {
-		b, err := json.Marshal(ClusterParams(e, src))
-		if err != nil {
-			return nil, record.Errors{{File: e.File, Msg: fmt.Sprintf("encoding generator parameters: %v", err)}}
+		b, ok := l.sets[e.Cluster]
+		if !ok {
+			var err error
+			if b, err = json.Marshal(ClusterParams(e, l.src)); err != nil {
+				return nil, record.Errors{{File: e.File, Msg: fmt.Sprintf("encoding generator parameters: %v", err)}}
+			}
 		}
+		sets[e.Cluster] = b
 		s.clusterSets = append(s.clusterSets, b)
 		s.clusters[e.Cluster.Metadata.Name] = clusterFacts{inCluster: e.Cluster.Spec.Connection.InCluster}
 	}
@@ -156,19 +190,40 @@ func newSnapshot(r *repo.Repo, commit string, src AppSource) (*Snapshot, record.
 		return products[i].Product.Metadata.Name < products[j].Product.Metadata.Name
 	})
 	for _, p := range products {
-		zs := append(p.Product.Spec.Delivery.Zones[:0:0], p.Product.Spec.Delivery.Zones...)
-		sort.Slice(zs, func(i, j int) bool { return zs[i].Name < zs[j].Name })
-		for _, z := range zs {
-			params := ZoneParams(p, z, s.destination(z.Cluster), src)
-			b, err := json.Marshal(params)
-			if err != nil {
-				return nil, record.Errors{{File: p.File, Msg: fmt.Sprintf("encoding generator parameters: %v", err)}}
-			}
-			s.zones = append(s.zones, zoneEntry{Org: p.Org, Product: p.Product.Metadata.Name, Zone: z.Name,
-				Environment: z.Environment, Cluster: z.Cluster, set: b})
+		zs, ok := l.zones[p.Product]
+		// A zone's destination depends on its cluster's record too.
+		for i := 0; ok && i < len(zs); i++ {
+			ok = zs[i].dest == s.destination(zs[i].Cluster)
 		}
+		if !ok {
+			var errs record.Errors
+			if zs, errs = l.productZones(s, p); errs != nil {
+				return nil, errs
+			}
+		}
+		zones[p.Product] = zs
+		s.zones = append(s.zones, zs...)
 	}
+	s.clustersAnswer = encodeResponse(s.clusterSets)
+	l.sets, l.zones = sets, zones
 	return s, nil
+}
+
+// productZones encodes p's zones, sorted by name.
+func (l *Loader) productZones(s *Snapshot, p validate.ProductEntry) ([]zoneEntry, record.Errors) {
+	zs := append(p.Product.Spec.Delivery.Zones[:0:0], p.Product.Spec.Delivery.Zones...)
+	sort.Slice(zs, func(i, j int) bool { return zs[i].Name < zs[j].Name })
+	out := make([]zoneEntry, 0, len(zs))
+	for _, z := range zs {
+		dest := s.destination(z.Cluster)
+		b, err := json.Marshal(ZoneParams(p, z, dest, l.src))
+		if err != nil {
+			return nil, record.Errors{{File: p.File, Msg: fmt.Sprintf("encoding generator parameters: %v", err)}}
+		}
+		out = append(out, zoneEntry{Org: p.Org, Product: p.Product.Metadata.Name, Zone: z.Name,
+			Environment: z.Environment, Cluster: z.Cluster, dest: dest, set: b})
+	}
+	return out, nil
 }
 
 // destination of a zone on cluster ("" is the management cluster).

@@ -185,7 +185,7 @@ type Hasher interface {
 // Load is LoadFS, reusing what the previous Load parsed when fsys is a
 // Hasher; any other fs.FS is read whole.
 func (l *Loader) Load(fsys fs.FS) (*Repo, record.Errors) {
-	l.next, l.Reused, l.Parsed = map[fileKey]*fileResult{}, 0, 0
+	l.next, l.Reused, l.Parsed = make(map[fileKey]*fileResult, len(l.prev)), 0, 0
 	r, errs := load(fsys, l)
 	l.prev, l.next = l.next, nil
 	return r, errs

@@ -114,60 +114,70 @@ func (l Loc) unknownCluster(path, cluster string) record.Error {
 // duplicate zone names, duplicate cluster names and two records deriving
 // the same Argo CD Application name.
 func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry) record.Errors {
+	// Maps hold indexes, sized up front, and field paths are spelt out only
+	// for a finding: a fleet repo runs this on every commit.
 	var errs record.Errors
-	known := map[string]ClusterEntry{}
+	known := make(map[string]int, len(clusters))
 	type owner struct {
-		e     ClusterEntry
-		field string
+		cluster int
+		field   string
 	}
-	cloud := map[string]owner{}
-	claim := func(e ClusterEntry, kind, name, field string) {
+	cloud := make(map[string]owner, 4*len(clusters))
+	claim := func(i int, kind, name, field string) {
+		e := &clusters[i]
 		key := kind + "\x00" + name
-		if prev, ok := cloud[key]; ok && prev.e.Cluster.Metadata.Name != e.Cluster.Metadata.Name {
+		if prev, ok := cloud[key]; ok && clusters[prev.cluster].Cluster.Metadata.Name != e.Cluster.Metadata.Name {
+			pe := &clusters[prev.cluster]
 			errs = append(errs, e.err(record.CodeCloudNameCollision, field, "derived %s %q collides with cluster %s (%s:%d %s)",
-				kind, name, prev.e.Cluster.Metadata.Name, prev.e.File, prev.e.Lines.Line(prev.field), prev.field))
+				kind, name, pe.Cluster.Metadata.Name, pe.File, pe.Lines.Line(prev.field), prev.field))
 			return
 		}
-		cloud[key] = owner{e, field}
+		cloud[key] = owner{i, field}
 	}
 	// Every Argo CD Application the repo makes lives in one namespace: two
 	// records may not derive the same name.
-	apps := map[string]Loc{}
-	claimApp := func(l Loc, path, app string) {
+	zoneCount := 0
+	for _, p := range products {
+		zoneCount += len(p.Product.Spec.Delivery.Zones)
+	}
+	apps := make(map[string]*Loc, 2*len(clusters)+zoneCount)
+	claimApp := func(l *Loc, path func() string, app string) {
 		if prev, ok := apps[app]; ok && prev.File != l.File {
-			errs = append(errs, l.err(record.CodeApplicationClash, path, "the Argo CD Application %q is also made by %s", app, prev.File))
+			errs = append(errs, l.err(record.CodeApplicationClash, path(), "the Argo CD Application %q is also made by %s", app, prev.File))
 			return
 		}
 		apps[app] = l
 	}
-	for _, e := range clusters {
+	nameField := func() string { return "metadata.name" }
+	for i := range clusters {
+		e := &clusters[i]
 		n := e.Cluster.Metadata.Name
 		if prev, dup := known[n]; dup {
-			errs = append(errs, e.err(record.CodeDuplicateCluster, "metadata.name", "cluster %q is also defined in %s", n, prev.File))
+			errs = append(errs, e.err(record.CodeDuplicateCluster, "metadata.name", "cluster %q is also defined in %s", n, clusters[prev].File))
 			continue
 		}
-		known[n] = e
+		known[n] = i
 		if e.Names == nil {
 			continue
 		}
-		claimApp(e.Loc, "metadata.name", names.SpokeApplication(n))
-		claimApp(e.Loc, "metadata.name", names.AppOfApps(n))
-		for i, w := range e.Cluster.Spec.Workloads {
-			claimApp(e.Loc, fmt.Sprintf("spec.workloads[%d].name", i), names.WorkloadApplication(n, w.Name))
+		claimApp(&e.Loc, nameField, names.SpokeApplication(n))
+		claimApp(&e.Loc, nameField, names.AppOfApps(n))
+		for j, w := range e.Cluster.Spec.Workloads {
+			claimApp(&e.Loc, func() string { return fmt.Sprintf("spec.workloads[%d].name", j) }, names.WorkloadApplication(n, w.Name))
 		}
-		claim(e, "IAM role", e.Names.IAMRole, "spec.shortName")
-		claim(e, "secret path", e.Names.SecretPath, "spec")
+		claim(i, "IAM role", e.Names.IAMRole, "spec.shortName")
+		claim(i, "secret path", e.Names.SecretPath, "spec")
 		for _, c := range e.Names.Queues {
-			claim(e, "SQS queue", c.Name, c.Field)
+			claim(i, "SQS queue", c.Name, c.Field)
 		}
 		for _, c := range e.Names.Buckets {
-			claim(e, "S3 bucket", c.Name, c.Field)
+			claim(i, "S3 bucket", c.Name, c.Field)
 		}
 		for _, c := range e.Names.Registries {
-			claim(e, "ECR repository", c.Name, c.Field)
+			claim(i, "ECR repository", c.Name, c.Field)
 		}
 	}
-	orgNames := map[string]bool{}
+	orgNames := make(map[string]bool, len(orgs))
 	for _, o := range orgs {
 		orgNames[o.Org.Metadata.Name] = true
 		for i, cl := range o.Org.Spec.ClusterAllowlist {
@@ -176,22 +186,23 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 			}
 		}
 	}
-	zones := map[string]Loc{}
-	for _, p := range products {
+	zones := make(map[string]*Loc, zoneCount)
+	for pi := range products {
+		p := &products[pi]
 		if !orgNames[p.Org] {
 			errs = append(errs, p.err(record.CodeUnknownOrg, "metadata.name", "product of unknown org %q (no orgs/%s.yaml)", p.Org, p.Org))
 		}
 		for i, z := range p.Product.Spec.Delivery.Zones {
-			zp := fmt.Sprintf("spec.delivery.zones[%d]", i)
+			zp := func() string { return fmt.Sprintf("spec.delivery.zones[%d]", i) }
 			if prev, dup := zones[z.Name]; dup {
-				errs = append(errs, p.err(record.CodeDuplicateZone, zp+".name", "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
+				errs = append(errs, p.err(record.CodeDuplicateZone, zp()+".name", "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
 			} else {
-				zones[z.Name] = p.Loc
-				claimApp(p.Loc, zp+".name", names.ZoneApplication(z.Name))
+				zones[z.Name] = &p.Loc
+				claimApp(&p.Loc, func() string { return zp() + ".name" }, names.ZoneApplication(z.Name))
 			}
 			if z.Cluster != "" {
 				if _, ok := known[z.Cluster]; !ok {
-					errs = append(errs, p.unknownCluster(zp+".cluster", z.Cluster))
+					errs = append(errs, p.unknownCluster(zp()+".cluster", z.Cluster))
 				}
 			}
 		}
