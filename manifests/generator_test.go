@@ -66,7 +66,8 @@ func TestGeneratorBundle(t *testing.T) {
 		objs[r.GetKind()+"/"+r.GetName()] = o
 	}
 	for _, k := range []string{"Deployment/spokeforge-generator", "Service/spokeforge-generator", "ConfigMap/spokeforge-generator",
-		"Secret/spokeforge-generator-token", "ServiceAccount/spokeforge-generator", "Role/spokeforge-generator", "RoleBinding/spokeforge-generator"} {
+		"Secret/spokeforge-generator-token", "ServiceAccount/spokeforge-generator", "Role/spokeforge-generator", "RoleBinding/spokeforge-generator",
+		"PodDisruptionBudget/spokeforge-generator"} {
 		if objs[k] == nil {
 			t.Errorf("bundle lacks %s", k)
 		}
@@ -104,9 +105,17 @@ func TestGeneratorBundle(t *testing.T) {
 	}
 	dep, _ := yaml.Marshal(objs["Deployment/spokeforge-generator"])
 	for _, w := range []string{"runAsNonRoot: true", "readOnlyRootFilesystem: true", "allowPrivilegeEscalation: false",
-		"path: /readyz", "path: /healthz", "memory: 1Gi", "secretName: spokeforge-generator-token", "--token-file=/var/run/spokeforge/token/token", "- generator"} {
+		"path: /readyz", "path: /healthz", "memory: 1Gi", "secretName: spokeforge-generator-token", "--token-file=/var/run/spokeforge/token/token", "- generator",
+		"replicas: 2", "podAntiAffinity", "topologyKey: kubernetes.io/hostname", "--confirm-head=true", "maxUnavailable: 0"} {
 		if !strings.Contains(string(dep), w) {
 			t.Errorf("Deployment lacks %q", w)
+		}
+	}
+	// The budget keeps one of the two replicas through voluntary disruptions.
+	pdb, _ := yaml.Marshal(objs["PodDisruptionBudget/spokeforge-generator"])
+	for _, w := range []string{"minAvailable: 1", "app.kubernetes.io/name: spokeforge-generator"} {
+		if !strings.Contains(string(pdb), w) {
+			t.Errorf("PodDisruptionBudget lacks %q", w)
 		}
 	}
 	role, _ := yaml.Marshal(objs["Role/spokeforge-generator"])
