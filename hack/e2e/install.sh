@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end suite (test/e2e) needs, idempotently:
-#   - Debian packages etcd-server, redis-server, git, gcc (apt-get; needs root or sudo)
+#   - Debian packages etcd-server, redis-server, git, gcc, nodejs, npm, chromium (apt-get;
+#     needs root or sudo)
 #   - kube-apiserver v1.31.0, built from the tools module test/e2e/tools, and the Argo CD
 #     multi-call binaries argocd-v2.14.21 (test/e2e/tools/argocd) and argocd-v3.2.12
 #     (test/e2e/tools/argocd-v3), into the binary cache (reused when present). Each is a
 #     module of its own: in one, MVS gives kube-apiserver Argo CD's newer
 #     structured-merge-diff and server-side apply panics. v3.2.12 does not compile as tagged:
-#     it is built with one added file (hack/e2e/_argocd-patches/v3.2.12).
+#     it is built with one added file (hack/e2e/_argocd-patches/v3.2.12). Each embeds its web
+#     UI, built once per version by hack/e2e/ui.sh into the cache as argocd-ui-VERSION.
 # ARGOCD_VERSION=v2.14.21 or v3.2.12 builds only that Argo CD; unset, both.
 # The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
 # Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
@@ -27,6 +29,10 @@ command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v git >/dev/null 2>&1 || need+=(git)
 # cgo (the Roles Anywhere signing helper in spokeforge) needs a C compiler.
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+# Argo CD's web UI is built with node and npm (hack/e2e/ui.sh); the UI tests drive chromium.
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if ((${#need[@]})); then
   sudo=""
   if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
@@ -41,7 +47,7 @@ if ((${#need[@]})); then
     fi
   done
 else
-  say "Debian packages present: etcd-server redis-server git gcc"
+  say "Debian packages present: etcd-server redis-server git gcc nodejs npm chromium"
 fi
 
 # --- binaries --------------------------------------------------------------------------
@@ -82,13 +88,14 @@ kv=k8s.io/component-base/version
 build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/cmd/kube-apiserver \
   "-X $kv.gitVersion=v1.31.0 -X $kv.gitMajor=1 -X $kv.gitMinor=31 -X $kv.gitTreeState=clean"
 
-# argocd_workspace VERSION: when hack/e2e/_argocd-patches/VERSION exists, prints a go.work
-# that builds the version's tools module against a writable copy of the Argo CD module with
-# those files added ($bin/../src/argo-cd-VERSION; the module cache and the checkout stay
-# untouched). v3.2.12 needs one: its module does not compile as tagged (see the patch file).
+# argocd_workspace VERSION: prints a go.work that builds the version's tools module against a
+# writable copy of the Argo CD module ($bin/../src/argo-cd-VERSION; the module cache and the
+# checkout stay untouched) holding the files of hack/e2e/_argocd-patches/VERSION, when it
+# exists, and the web UI: v3.2.12 does not compile as tagged (see the patch file), and
+# argocd-server reads index.html only from the files embedded at build time (ui/dist/app,
+# empty in the module), so the UI built by hack/e2e/ui.sh ($bin/argocd-ui-VERSION) goes there.
 argocd_workspace() {
   local v="$1" patches="$root/hack/e2e/_argocd-patches/$1"
-  [ -d "$patches" ] || return 0
   local major="${v%%.*}" src="$bin/../src/argo-cd-$v" mod
   mod="$(argocd_module "$v")"
   if [ ! -d "$src" ]; then
@@ -97,7 +104,9 @@ argocd_workspace() {
     cp -r "$(cd "$mod" && go list -m -f '{{.Dir}}' "github.com/argoproj/argo-cd/$major")" "$src.tmp"
     chmod -R u+w "$src.tmp" && mv "$src.tmp" "$src"
   fi
-  cp -r "$patches/." "$src/"
+  if [ -d "$patches" ]; then cp -r "$patches/." "$src/"; fi
+  rm -rf "$src/ui/dist/app"
+  cp -r "$bin/argocd-ui-$v" "$src/ui/dist/app"
   printf 'go %s\n\nuse %s\n\nreplace github.com/argoproj/argo-cd/%s %s => %s\n' \
     "$(cd "$mod" && go list -m -f '{{.GoVersion}}')" "$mod" "$major" "$v" "$src" >"$src.go.work"
   echo "$src.go.work"
@@ -106,12 +115,13 @@ argocd_workspace() {
 for v in "${versions[@]}"; do
   major="${v%%.*}"
   av="github.com/argoproj/argo-cd/$major/common"
-  stamp="argo-cd-$v-own-module"
-  work="$(argocd_workspace "$v")"
-  if [ -n "$work" ]; then
+  "$root/hack/e2e/ui.sh" "$v" "$bin/argocd-ui-$v"
+  stamp="argo-cd-$v-own-module+ui-$(cat "$bin/argocd-ui-$v.stamp")"
+  if [ -d "$root/hack/e2e/_argocd-patches/$v" ]; then
     stamp="$stamp+patches-$(cd "$root/hack/e2e/_argocd-patches/$v" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-12)"
   fi
-  GOWORK="${work:-off}" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \
+  work="$(argocd_workspace "$v")"
+  GOWORK="$work" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \
     "-X $av.version=${v#v} -X $av.gitTag=$v -X $av.gitTreeState=clean"
 done
 

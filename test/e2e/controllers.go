@@ -28,8 +28,8 @@ type StandInControllers struct {
 	c    *Cluster
 	mu   sync.Mutex
 	hold map[string]string // "Kind/namespace/name" -> message
-	// failed: Certificates ("namespace/name") in a failed, backed-off issuance -> message.
-	failed map[string]string
+	// failed: Certificates ("namespace/name") in a failed, backed-off issuance.
+	failed map[string]failedIssuance
 	// Reissued counts Certificates issued after a manual re-trigger.
 	reissued int
 	// Written counts status writes, for the test log.
@@ -50,7 +50,7 @@ var standInKinds = []struct {
 
 // StartStandInControllers runs the stand-ins against c until ctx ends.
 func StartStandInControllers(ctx context.Context, c *Cluster) *StandInControllers {
-	s := &StandInControllers{c: c, hold: map[string]string{}, failed: map[string]string{}}
+	s := &StandInControllers{c: c, hold: map[string]string{}, failed: map[string]failedIssuance{}}
 	go func() {
 		t := time.NewTicker(300 * time.Millisecond)
 		defer t.Stop()
@@ -82,11 +82,16 @@ func (s *StandInControllers) Release(kind, namespace, name string) {
 }
 
 // FailIssuance puts Certificate namespace/name in a failed issuance that cert-manager backs
-// off from: Ready=False, Issuing=False (Failed), one failed attempt, a lastFailureTime.
+// off from: Ready=False, Issuing=False (Failed), one failed attempt, lastFailureTime now.
 func (s *StandInControllers) FailIssuance(namespace, name, message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.failed[namespace+"/"+name] = message
+	s.failed[namespace+"/"+name] = failedIssuance{message, time.Now().UTC().Truncate(time.Second)}
+}
+
+type failedIssuance struct {
+	message string
+	at      time.Time
 }
 
 // Reissued returns how many failed Certificates were issued after a manual re-trigger.
@@ -114,7 +119,7 @@ func (s *StandInControllers) reconcile(ctx context.Context) {
 			u := &list.Items[i]
 			s.mu.Lock()
 			msg, held := s.hold[k.kind+"/"+u.GetNamespace()+"/"+u.GetName()]
-			failMsg, failed := s.failed[u.GetNamespace()+"/"+u.GetName()]
+			failure, failed := s.failed[u.GetNamespace()+"/"+u.GetName()]
 			if failed && k.kind == "Certificate" && manuallyTriggered(u) {
 				// As cert-manager: a manual re-trigger issues now, past the backoff.
 				delete(s.failed, u.GetNamespace()+"/"+u.GetName())
@@ -127,7 +132,7 @@ func (s *StandInControllers) reconcile(ctx context.Context) {
 			case held:
 				want = notReadyStatus(k.kind, msg, now)
 			case failed && k.kind == "Certificate":
-				want = failedIssuanceStatus(failMsg)
+				want = failedIssuanceStatus(failure)
 			default:
 				want = k.status(u, now)
 			}
@@ -224,9 +229,9 @@ func readyStatus(reason, message string) func(*unstructured.Unstructured, time.T
 }
 
 // failedIssuanceStatus is what cert-manager leaves on a Certificate whose issuance failed
-// and is backed off (fixed times, so the stand-in writes it once).
-func failedIssuanceStatus(message string) map[string]any {
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+// and is backed off (the times are the failure's, so the stand-in writes it once).
+func failedIssuanceStatus(f failedIssuance) map[string]any {
+	message, at := f.message, f.at
 	return map[string]any{
 		"conditions": []any{
 			condition("Ready", "False", "DoesNotExist", "Issuing certificate as Secret does not exist", at),

@@ -33,7 +33,11 @@ func (h *Hub) NewGitRepo(name string, files map[string]string) (*GitRepo, error)
 	if err := gitRun(r.Work, "remote", "add", "origin", r.Bare); err != nil {
 		return nil, err
 	}
-	return r, r.Commit("initial", files)
+	if err := r.Commit("initial", files); err != nil {
+		return nil, err
+	}
+	// main tracks origin's main, so a plain `git pull` or `git push` in the work tree works.
+	return r, gitRun(r.Work, "branch", "--set-upstream-to=origin/main", "main")
 }
 
 // Commit writes files into the work tree (an empty content removes the file), commits them

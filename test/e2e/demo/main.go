@@ -55,6 +55,9 @@ func run() error {
 		return err
 	}
 	say("hub up in %s; logs in %s", time.Since(started).Round(time.Second), h.LogDir)
+	if err := h.InstallUIExtension(); err != nil {
+		return err
+	}
 	e2e.StartStandInControllers(ctx, h.Spoke)
 
 	files, err := e2e.RepoFiles(filepath.Join(root, e2e.ExampleRepo))
@@ -94,18 +97,20 @@ func run() error {
 	argocd := filepath.Join(h.PathDir, "argocd")
 	fmt.Printf(`
 %s
-The hub is running. Try:
+The hub is running. Argo CD's web UI (no login; the Onboarding's Contracts tab shows its contracts):
+  http://%s/applications/argocd/%s
+Try:
   %s --server %s --plaintext --auth-token x app get %s
   %s --server %s --plaintext --auth-token x app resources %s
   KUBECONFIG=%s kubectl get all -A          # the spoke (if kubectl is installed)
-  git -C %s log --oneline                    # the gitops repo; commit there and push to change the spoke
+  cd %s && git log --oneline  # the gitops repo: edit, git commit -a, git push to change the spoke
   env %s \
     %s check %s --kubeconfig %s \
     --certificate %s --private-key %s   # the contracts, as from a laptop
 Argo CD reconciles every 10 s. The spoke has no kubelet, cert-manager or External Secrets
 Operator: stand-ins write the status those controllers would (see test/e2e/controllers.go).
 Press Ctrl-C to stop and clean up.
-`, list, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work,
+`, list, h.ServerAddr, app, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work,
 		strings.Join(agent.AWSEnv, " "), h.Spokeforge, filepath.Join(repo.Work, "clusters", "gpu-east-1"), h.Spoke.Kubeconfig,
 		filepath.Join(h.Dir, "identity.crt"), filepath.Join(h.Dir, "identity.key"))
 	<-ctx.Done()

@@ -1,0 +1,417 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/spokeforge/spokeforge/healthchecks"
+)
+
+// ContractsScreenshot is README's picture of the Contracts tab on a failing spoke, repo-relative.
+const ContractsScreenshot = "docs/img/contracts-tab.png"
+
+var updateScreenshot = flag.Bool("update-screenshot", false, "TestUIContracts writes "+ContractsScreenshot)
+
+// TestUIContracts drives Argo CD's web UI in headless Chromium on the example spoke: the
+// Application's health and the Onboarding node's message; the Onboarding's Contracts tab
+// (manifests/ui-extension), "not checked yet" before the agent ran, then every boundary
+// holding; a stale failed Certificate on the spoke, seen without reloading the page as the app
+// turning Degraded and the ladder leading with Certificates, its hint and next retry; the
+// Certificate's retry hint and the reissue action in its actions menu, run from the UI; and
+// the ladder recovering.
+func TestUIContracts(t *testing.T) {
+	t.Parallel()
+	h := StartHub(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	standIns := StartStandInControllers(ctx, h.Spoke)
+	files, err := RepoFiles(filepath.Join(h.opts.RepoRoot, ExampleRepo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := h.NewGitRepo("gitops", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Hub.Apply(ctx, SpokeApplication(exampleSpokeApp, repo.URL, exampleSpokeDir)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ArgoCD(ctx, "app", "sync", exampleSpokeApp, "--timeout", "300"); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := h.InstallUIExtension(); err != nil {
+		t.Fatal(err)
+	}
+	b := startBrowser(t, h)
+	started := time.Now()
+	if err := b.run(chromedp.Navigate("http://" + h.ServerAddr + "/applications/" + ArgoCDNamespace + "/" + exampleSpokeApp + "?view=tree")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the Onboarding node in the resource tree", time.Minute, exists(onboardingNode), eq("yes"))
+	t.Logf("UI: application page with its resource tree in %s", time.Since(started).Round(time.Millisecond))
+
+	// Before the agent ran: the tab says so, in every row.
+	b.open(t, onboardingNode, exampleSpoke)
+	b.click(t, contractsTab)
+	l := b.waitLadder(t, "the ladder before the agent ran", time.Minute, func(l ladder) bool { return l.Unchecked && l.count("unchecked") == 7 })
+	t.Logf("UI: Contracts tab before the agent ran: %s", l)
+
+	// The agent writes the status; the open tab follows without a reload or reopening.
+	agentStart := time.Now()
+	if _, err := h.StartSpokeAgent(ctx, exampleSpoke, filepath.Join(repo.Work, exampleSpokeDir), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l = b.waitLadder(t, "every boundary holding", 3*time.Minute, func(l ladder) bool { return l.count("holds") == 7 && l.AllHold })
+	t.Logf("UI: the open Contracts tab showed every boundary holding %s after the agent started: %s", time.Since(agentStart).Round(time.Millisecond), l)
+	b.waitFor(t, "app health Healthy", 2*time.Minute, appHealth, contains("Healthy"))
+	b.waitFor(t, "the Onboarding's health message", time.Minute, onboardingHealthTitle, contains("Healthy: all onboarding contracts hold"))
+	if !strings.Contains(l.Connected, "Kubernetes v1.31.0, 2 nodes") {
+		t.Errorf("Connected facts: %q", l.Connected)
+	}
+
+	// Break the certificates contract on the spoke: cert-manager's issuance of the inference
+	// certificate failed (its CertificateRequest denied) and is backed off.
+	const ns, cert = "inference", "inference-serving"
+	broken := time.Now()
+	if err := failCertificateRequest(ctx, h.Spoke, ns, cert); err != nil {
+		t.Fatal(err)
+	}
+	standIns.FailIssuance(ns, cert, "The CertificateRequest was denied by an approval controller")
+	l = b.waitLadder(t, "Certificates as the first failed boundary", 3*time.Minute, func(l ladder) bool {
+		return l.First == "Certificates" && l.state("Certificates") == "failed"
+	})
+	t.Logf("UI: the open Contracts tab showed Certificates failed %s after the break (no reload): %s", time.Since(broken).Round(time.Millisecond), l)
+	for _, w := range []string{"StaleCertificateRequest", "cmctl renew -n inference inference-serving"} {
+		if !strings.Contains(l.Hint, w) {
+			t.Errorf("the first failed boundary's hint lacks %q: %q", w, l.Hint)
+		}
+	}
+	if !strings.Contains(l.Retry, "Next automatic retry: in ") {
+		t.Errorf("no next retry in the future: %q", l.Retry)
+	}
+	for _, boundary := range []string{"Identity", "Secrets"} {
+		if l.state(boundary) != "holds" {
+			t.Errorf("%s is %s, want holds", boundary, l.state(boundary))
+		}
+	}
+	b.waitFor(t, "app health Degraded", 2*time.Minute, appHealth, contains("Degraded"))
+	t.Logf("UI: app health Degraded %s after the break", time.Since(broken).Round(time.Millisecond))
+	if *updateScreenshot {
+		b.screenshot(t, filepath.Join(h.opts.RepoRoot, ContractsScreenshot))
+	}
+
+	// The Certificate's own node: the retry hint, and the reissue action in its actions menu.
+	certNode := fmt.Sprintf(`.application-resource-tree__node[title^="Kind: Certificate\ANamespace: %s\AName: %s"]`, ns, cert)
+	title := b.waitFor(t, "the Certificate's retry hint", 2*time.Minute, attr(certNode+healthIcon, "title"), contains("cmctl renew"))
+	t.Logf("UI: Certificate node: %s", title)
+	b.open(t, certNode, cert)
+	b.click(t, `.resource-details__header .fa-ellipsis-v`)
+	b.waitFor(t, "reissue in the Certificate's actions menu", time.Minute, actionMenu, contains("reissue"))
+	if err := b.run(chromedp.Evaluate(`[...document.querySelectorAll('.application-details__action-menu')].find(e => e.textContent.trim() === 'reissue').click()`, nil)); err != nil {
+		t.Fatal(err)
+	}
+	b.click(t, `[qe-id="argo-popup-ok-button"]`)
+	reissued := time.Now()
+
+	// Back on the Onboarding: the ladder recovers.
+	b.open(t, onboardingNode, exampleSpoke)
+	b.click(t, contractsTab)
+	l = b.waitLadder(t, "every boundary holding again", 3*time.Minute, func(l ladder) bool { return l.count("holds") == 7 && l.AllHold })
+	t.Logf("UI: every boundary holding %s after reissue was run from the UI: %s", time.Since(reissued).Round(time.Millisecond), l)
+	if standIns.Reissued() != 1 {
+		t.Errorf("the stand-in cert-manager saw %d manual re-triggers, want 1", standIns.Reissued())
+	}
+	b.waitFor(t, "app health Healthy again", 2*time.Minute, appHealth, contains("Healthy"))
+	if errs := b.extensionErrors(); len(errs) > 0 {
+		t.Errorf("script errors from the extension: %s", strings.Join(errs, "\n"))
+	}
+	t.Logf("UI: browser test %s from the browser's start", time.Since(started).Round(time.Millisecond))
+}
+
+// CSS selectors (an attribute value spells a newline \A) and JS expressions for the page.
+const (
+	onboardingNode = `.application-resource-tree__node[title^="Kind: Onboarding\A"]`
+	healthIcon     = ` [qe-id="utils-health-status-title"]`
+	contractsTab   = `.tabs__nav-wrapper a:has(.fa-list-ol)`
+	appHealth      = `(document.querySelector('.application-status-panel__item-value') || {}).textContent || ""`
+	actionMenu     = `[...document.querySelectorAll('.application-details__action-menu')].map(e => e.textContent.trim()).join(",")`
+	ladderJS       = `JSON.stringify((() => {
+	const q = (s) => document.querySelector(s);
+	const ff = q('.spokeforge-contracts__first-failed');
+	return {
+		open: !!q('.spokeforge-contracts'),
+		rows: [...document.querySelectorAll('.spokeforge-contracts__boundary')].map(r => r.dataset.boundary + '=' + r.dataset.state),
+		first: ff ? ff.dataset.boundary : '',
+		hint: ff ? ff.textContent : '',
+		retry: (q('.spokeforge-contracts__next-retry') || {}).textContent || '',
+		allHold: !!q('.spokeforge-contracts__all-hold'),
+		unchecked: !!q('.spokeforge-contracts__unchecked'),
+		connected: (q('.spokeforge-contracts__connected') || {}).textContent || '',
+	};
+})())`
+)
+
+// ladder is what the Contracts tab shows.
+type ladder struct {
+	Open      bool
+	Rows      []string // Boundary=state, in order
+	First     string
+	Hint      string
+	Retry     string
+	AllHold   bool
+	Unchecked bool
+	Connected string
+}
+
+func (l ladder) state(boundary string) string {
+	for _, r := range l.Rows {
+		if b, s, _ := strings.Cut(r, "="); b == boundary {
+			return s
+		}
+	}
+	return ""
+}
+
+func (l ladder) count(state string) int {
+	n := 0
+	for _, r := range l.Rows {
+		if strings.HasSuffix(r, "="+state) {
+			n++
+		}
+	}
+	return n
+}
+
+func (l ladder) String() string {
+	s := strings.Join(l.Rows, " ")
+	if l.First != "" {
+		s += "; first failed " + l.First
+	}
+	return s
+}
+
+var onboardingHealthTitle = attr(onboardingNode+healthIcon, "title")
+
+// exists is a JS expression: "yes" when selector matches an element.
+func exists(selector string) string {
+	return `(document.querySelector(` + jsString(selector) + `) ? "yes" : "")`
+}
+
+// attr is a JS expression: the attribute name of the element selector matches, or "".
+func attr(selector, name string) string {
+	return `((document.querySelector(` + jsString(selector) + `) || {getAttribute: () => ""}).getAttribute(` + jsString(name) + `) || "")`
+}
+
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func eq(want string) func(string) bool { return func(s string) bool { return s == want } }
+func contains(want string) func(string) bool {
+	return func(s string) bool { return strings.Contains(s, want) }
+}
+
+// browser is Debian's chromium, headless, driven through the DevTools protocol (chromedp).
+// It records the page's console and exceptions; when the test fails it saves a screenshot and
+// that log into the hub's log folder.
+type browser struct {
+	ctx     context.Context
+	mu      sync.Mutex
+	console []string
+	errs    []string
+}
+
+func startBrowser(t *testing.T, h *Hub) *browser {
+	t.Helper()
+	exe, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatalf("chromium not found on PATH: Debian package chromium is missing; %s", installHint)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe),
+		chromedp.UserDataDir(filepath.Join(h.Dir, "chromium")), chromedp.WindowSize(1600, 1000),
+		// Root may not run Chromium's sandbox; /dev/shm is small in containers.
+		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-component-update", true))
+	// Its own context, not the test's: it must outlive the test body for the failure screenshot.
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelCtx := chromedp.NewContext(actx)
+	b := &browser{ctx: bctx}
+	chromedp.ListenTarget(bctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch ev := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			var args []string
+			for _, a := range ev.Args {
+				if a.Value != nil {
+					args = append(args, string(a.Value))
+				} else {
+					args = append(args, a.Description)
+				}
+			}
+			b.console = append(b.console, fmt.Sprintf("%s console.%s: %s", time.Now().Format(time.TimeOnly), ev.Type, strings.Join(args, " ")))
+		case *cdplog.EventEntryAdded:
+			b.console = append(b.console, fmt.Sprintf("%s %s %s: %s %s", time.Now().Format(time.TimeOnly), ev.Entry.Source, ev.Entry.Level, ev.Entry.Text, ev.Entry.URL))
+		case *runtime.EventExceptionThrown:
+			d := ev.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			line := fmt.Sprintf("%s exception at %s:%d: %s", time.Now().Format(time.TimeOnly), d.URL, d.LineNumber, msg)
+			b.console = append(b.console, line)
+			b.errs = append(b.errs, line)
+		}
+	})
+	start := time.Now()
+	// The first console line names the browser, and shows the console is recorded.
+	if err := chromedp.Run(bctx, runtime.Enable(), cdplog.Enable(), chromedp.Evaluate(`console.info(navigator.userAgent)`, nil)); err != nil {
+		cancelCtx()
+		cancelAlloc()
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Logf("chromium started in %s", time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.screenshot(t, filepath.Join(h.LogDir, "ui-failure.png"))
+			b.mu.Lock()
+			log := strings.Join(b.console, "\n") + "\n"
+			b.mu.Unlock()
+			if err := os.WriteFile(filepath.Join(h.LogDir, "browser-console.log"), []byte(log), 0o644); err == nil {
+				t.Logf("browser: screenshot and console log in %s (ui-failure.png, browser-console.log)", h.LogDir)
+			}
+		}
+		cancelCtx()
+		cancelAlloc()
+	})
+	return b
+}
+
+func (b *browser) run(actions ...chromedp.Action) error { return chromedp.Run(b.ctx, actions...) }
+
+// waitFor evaluates the JS expression expr (a string) until ok accepts it, and returns it.
+func (b *browser) waitFor(t *testing.T, what string, timeout time.Duration, expr string, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	var err error
+	for time.Now().Before(deadline) {
+		if err = b.run(chromedp.Evaluate(expr, &last)); err == nil && ok(last) {
+			return last
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("UI: no %s within %s; last %q (%v)", what, timeout, last, err)
+	return ""
+}
+
+func (b *browser) waitLadder(t *testing.T, what string, timeout time.Duration, ok func(ladder) bool) ladder {
+	t.Helper()
+	var l ladder
+	b.waitFor(t, what, timeout, ladderJS, func(s string) bool {
+		l = ladder{}
+		return json.Unmarshal([]byte(s), &l) == nil && l.Open && ok(l)
+	})
+	return l
+}
+
+// click clicks, with the mouse, the element selector matches, once there.
+func (b *browser) click(t *testing.T, selector string) {
+	t.Helper()
+	b.waitFor(t, selector, time.Minute, exists(selector), eq("yes"))
+	if err := b.run(chromedp.Click(selector, chromedp.ByQuery)); err != nil {
+		t.Fatalf("click %s: %v", selector, err)
+	}
+}
+
+// open opens the resource panel of the tree node selector matches, whose resource is name:
+// it closes an open panel first (it covers the tree) and clicks again when a click landed
+// while a panel was still sliding away.
+func (b *browser) open(t *testing.T, selector, name string) {
+	t.Helper()
+	header := `((document.querySelector('.resource-details__header h1') || {}).textContent || "")`
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		var shown string
+		if err := b.run(chromedp.Evaluate(header, &shown)); err == nil && shown == name {
+			return
+		}
+		if err := b.run(chromedp.Evaluate(`document.querySelector('.sliding-panel__close') && document.querySelector('.sliding-panel__close').click(), ""`, &shown)); err != nil {
+			t.Fatal(err)
+		}
+		b.click(t, selector)
+		for i := 0; i < 12 && shown != name; i++ {
+			time.Sleep(250 * time.Millisecond)
+			_ = b.run(chromedp.Evaluate(header, &shown))
+		}
+	}
+	t.Fatalf("UI: the resource panel of %s did not open within a minute", name)
+}
+
+// screenshot saves the browser window as PNG.
+func (b *browser) screenshot(t *testing.T, path string) {
+	var png []byte
+	if err := b.run(chromedp.FullScreenshot(&png, 100)); err != nil {
+		t.Logf("screenshot: %v", err)
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		err = os.WriteFile(path, png, 0o644)
+	}
+	t.Logf("screenshot %s (%d bytes)", path, len(png))
+}
+
+// extensionErrors are the exceptions thrown in extensions.js.
+func (b *browser) extensionErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, e := range b.errs {
+		if strings.Contains(e, "extensions.js") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// failCertificateRequest plays cert-manager's failed issuance of Certificate ns/cert: a
+// CertificateRequest for it, denied by an approver.
+func failCertificateRequest(ctx context.Context, c *Cluster, ns, cert string) error {
+	cr := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "CertificateRequest",
+		"metadata": map[string]any{"name": cert + "-1", "namespace": ns,
+			"annotations": map[string]any{"cert-manager.io/certificate-name": cert}},
+		"spec": map[string]any{"request": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K", "issuerRef": map[string]any{"name": "spokeforge-ca"}},
+	}}
+	gvr := c.Dynamic.Resource(healthchecks.CertificateRequestGVR).Namespace(ns)
+	created, err := gvr.Create(ctx, cr, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	created.Object["status"] = map[string]any{"conditions": []any{
+		map[string]any{"type": "Denied", "status": "True", "reason": "Denied", "message": "denied by an approval controller", "lastTransitionTime": now},
+		map[string]any{"type": "Ready", "status": "False", "reason": "Denied", "message": "The CertificateRequest was denied by an approval controller", "lastTransitionTime": now},
+	}}
+	_, err = gvr.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	return err
+}
