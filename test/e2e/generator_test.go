@@ -361,10 +361,13 @@ func post(t *testing.T, ctx context.Context, url, token string) {
 	}
 }
 
-// refreshAppSet asks the controller to reconcile now (the annotation Argo CD's own webhook sets).
+// refreshAppSet asks the controller to reconcile now, with the annotation Argo CD's own webhook
+// sets. The controller removes it only after a reconcile that succeeds, and requeues on an
+// annotation change only: after a failed one (generator down) setting "true" again is no
+// change at all, so each call writes a new value.
 func refreshAppSet(t *testing.T, ctx context.Context, h *Hub, name string) {
 	t.Helper()
-	patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/application-set-refresh":"true"}}}`)
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"argocd.argoproj.io/application-set-refresh":"%d"}}}`, time.Now().UnixNano()))
 	if _, err := h.Hub.Dynamic.Resource(applicationSetsGVR).Namespace(ArgoCDNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

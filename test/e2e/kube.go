@@ -202,7 +202,7 @@ func (h *Hub) startAPIServer(ctx context.Context, c *Cluster) error {
 	if err := writeKubeconfig(c.Kubeconfig, c.Name, c.URL, c.CAData, c.Token, ""); err != nil {
 		return err
 	}
-	return waitFor(ctx, p, "/readyz", 2*time.Minute, func(ctx context.Context) error {
+	return waitFor(ctx, p, "/readyz", 4*time.Minute, func(ctx context.Context) error {
 		body, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {
 			return fmt.Errorf("%v %s", err, body)
@@ -349,7 +349,7 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // the discovery cache.
 func (c *Cluster) WaitCRDsEstablished(ctx context.Context, names ...string) error {
 	for _, name := range names {
-		err := waitFor(ctx, c.Process, "CRD "+name+" Established", time.Minute, func(ctx context.Context) error {
+		err := waitFor(ctx, c.Process, "CRD "+name+" Established", 3*time.Minute, func(ctx context.Context) error {
 			u, err := c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
