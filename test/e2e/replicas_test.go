@@ -1,0 +1,260 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// TestGeneratorReplicas: two generator processes behind a round-robin front (a Service
+// stand-in) serve the real applicationset-controller. While the ApplicationSets reconcile
+// and commits add zones, one replica is killed (SIGKILL): no Application is deleted, no
+// ApplicationSet shows ErrorOccurred for longer than one requeue (60 s), and zones committed
+// after the kill are placed through the other replica.
+func TestGeneratorReplicas(t *testing.T) {
+	h := StartHub(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if h.Spokeforge == "" {
+		t.Fatal("the harness did not build spokeforge")
+	}
+	zonesOf := func(n int) string {
+		var b strings.Builder
+		b.WriteString("apiVersion: spokeforge.io/v1alpha1\nkind: Product\nmetadata: {name: web}\nspec:\n  delivery:\n    zones:\n")
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "      - {name: web-%02d, environment: pre-release}\n", i)
+		}
+		return b.String()
+	}
+	repo, err := h.NewGitRepo("gitops", map[string]string{
+		"clusters/spoke/cluster.yaml": clusterRecord(SpokeClusterName, "spk", h.Spoke.URL),
+		"orgs/acme.yaml":              org("acme", SpokeClusterName),
+		"products/acme/web.yaml":      zonesOf(2),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: org-acme, namespace: %s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}]
+`, ArgoCDNamespace)); err != nil {
+		t.Fatal(err)
+	}
+
+	token := randomToken()
+	tokenFile := filepath.Join(h.Dir, "generator-token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var gens []*Process
+	var bases []string
+	for i := 0; i < 2; i++ {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := "http://" + addr
+		// A long fetch interval: a replica learns of a commit only by confirming the head.
+		gen, err := h.run(procSpec{name: fmt.Sprintf("spokeforge-generator-%d", i), path: h.Spokeforge, args: []string{
+			"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
+			"--interval", "10m", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := waitFor(ctx, gen, "/readyz", time.Minute, httpOK(base+"/readyz")); err != nil {
+			t.Fatal(err)
+		}
+		gens, bases = append(gens, gen), append(bases, base)
+	}
+	fctx, stopFront := context.WithCancel(ctx)
+	defer stopFront()
+	fr, err := startFront(fctx, bases, 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "manifests", "generator", "plugin-configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := strings.Replace(string(cm), "http://spokeforge-generator:4355", fr.URL, 1)
+	plugin = strings.Replace(plugin, "\n  name: spokeforge-generator\n", "\n  name: spokeforge-generator\n  namespace: "+ArgoCDNamespace+"\n", 1)
+	if _, err := h.Hub.Apply(ctx, plugin+fmt.Sprintf("---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: spokeforge-generator-token\n  namespace: %s\n  labels: {app.kubernetes.io/part-of: argocd}\nstringData:\n  token: %s\n", ArgoCDNamespace, token)); err != nil {
+		t.Fatal(err)
+	}
+	appsets := []string{"spokeforge-clusters", "spokeforge-zones"}
+	for _, f := range []string{"clusters-appset.yaml", "zones-appset.yaml"} {
+		b, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "examples", "gitops", "hub", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Hub.Apply(ctx, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	apps := h.Hub.Dynamic.Resource(applicationsGVR).Namespace(ArgoCDNamespace)
+	waitApps := func(what string, want []string) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for {
+			var missing []string
+			for _, n := range want {
+				if _, err := apps.Get(ctx, n, metav1.GetOptions{}); err != nil {
+					missing = append(missing, n)
+				}
+			}
+			if len(missing) == 0 {
+				return time.Since(start)
+			}
+			if time.Since(start) > 3*time.Minute {
+				t.Fatalf("%s: missing %v", what, missing)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	zoneApps := func(n int) []string {
+		out := []string{"registry-spoke"}
+		for i := 0; i < n; i++ {
+			out = append(out, fmt.Sprintf("product-web-%02d", i))
+		}
+		return out
+	}
+	t.Logf("first generation in %s", waitApps("first generation", zoneApps(2)).Round(100*time.Millisecond))
+
+	// From here on: every Application deletion, and how long each ApplicationSet shows
+	// ErrorOccurred=True at a stretch.
+	list, err := apps.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := apps.Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var mu sync.Mutex
+	var deleted []string
+	go func() {
+		for ev := range w.ResultChan() {
+			if ev.Type == watch.Deleted {
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+					mu.Lock()
+					deleted = append(deleted, u.GetName())
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	errSince := map[string]time.Time{}
+	longest := map[string]time.Duration{}
+	errMsgs := map[string]string{}
+	pctx, stopPoll := context.WithCancel(ctx)
+	pollDone := make(chan struct{})
+	go func() {
+		defer close(pollDone)
+		for pctx.Err() == nil {
+			for _, name := range appsets {
+				as, err := h.Hub.Dynamic.Resource(applicationSetsGVR).Namespace(ArgoCDNamespace).Get(pctx, name, metav1.GetOptions{})
+				if err != nil {
+					continue
+				}
+				on := false
+				conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
+				for _, c := range conds {
+					if m, _ := c.(map[string]any); m["type"] == "ErrorOccurred" && m["status"] == "True" {
+						on = true
+						mu.Lock()
+						errMsgs[name] = fmt.Sprint(m["message"])
+						mu.Unlock()
+					}
+				}
+				mu.Lock()
+				switch since, was := errSince[name]; {
+				case on && !was:
+					errSince[name] = time.Now()
+				case was:
+					if d := time.Since(since); d > longest[name] {
+						longest[name] = d
+					}
+					if !on {
+						delete(errSince, name)
+					}
+				}
+				mu.Unlock()
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}()
+	// The ApplicationSets reconcile every second meanwhile (the annotation Argo CD's own
+	// webhook sets).
+	rctx, stopRefresh := context.WithCancel(ctx)
+	refreshDone := make(chan struct{})
+	go func() {
+		defer close(refreshDone)
+		for rctx.Err() == nil {
+			for _, name := range appsets {
+				patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/application-set-refresh":"true"}}}`)
+				_, _ = h.Hub.Dynamic.Resource(applicationSetsGVR).Namespace(ArgoCDNamespace).Patch(rctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+			}
+			time.Sleep(time.Second)
+		}
+	}()
+
+	// A commit both replicas learn of only by confirming the head.
+	if err := repo.Commit("web: 4 zones", map[string]string{"products/acme/web.yaml": zonesOf(4)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("zones of a commit placed in %s", waitApps("after the second commit", zoneApps(4)).Round(100*time.Millisecond))
+	time.Sleep(3 * time.Second)
+	killed := time.Now()
+	if err := syscall.Kill(-gens[0].cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-gens[0].done
+	if err := repo.Commit("web: 6 zones", map[string]string{"products/acme/web.yaml": zonesOf(6)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("zones committed after the kill placed %s after it", (time.Since(killed) + waitApps("after the kill", zoneApps(6))).Round(100*time.Millisecond))
+	// Keep reconciling across a few requeues' worth of calls through the survivor.
+	time.Sleep(20 * time.Second)
+	stopRefresh()
+	<-refreshDone
+	stopPoll()
+	<-pollDone
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(deleted) > 0 {
+		t.Errorf("Applications deleted while a replica was killed: %v", deleted)
+	}
+	for _, name := range appsets {
+		if since, on := errSince[name]; on {
+			t.Errorf("%s still shows ErrorOccurred (for %s): %s", name, time.Since(since).Round(time.Second), errMsgs[name])
+		}
+		if longest[name] > 60*time.Second {
+			t.Errorf("%s showed ErrorOccurred for %s, longer than one requeue: %s", name, longest[name].Round(time.Second), errMsgs[name])
+		}
+		t.Logf("%s: longest ErrorOccurred stretch %s %s", name, longest[name].Round(100*time.Millisecond), errMsgs[name])
+	}
+	t.Logf("requests through the front: replica 0 (killed) %d, replica 1 %d", fr.served[0].Load(), fr.served[1].Load())
+	if fr.served[1].Load() == 0 || fr.served[0].Load() == 0 {
+		t.Errorf("the front did not spread calls over both replicas")
+	}
+}
