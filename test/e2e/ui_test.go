@@ -128,7 +128,8 @@ func TestUIContracts(t *testing.T) {
 	if err := b.run(chromedp.Evaluate(`[...document.querySelectorAll('.application-details__action-menu')].find(e => e.textContent.trim() === 'reissue').click()`, nil)); err != nil {
 		t.Fatal(err)
 	}
-	b.click(t, `[qe-id="argo-popup-ok-button"]`)
+	// The confirmation is a confirm popup on v2.14, a prompt popup on v3.
+	b.click(t, `[qe-id="argo-popup-ok-button"], [qe-id="prompt-popup-ok-button"]`)
 	reissued := time.Now()
 
 	// Back on the Onboarding: the ladder recovers.
