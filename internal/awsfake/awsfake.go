@@ -6,7 +6,10 @@
 //     bound to the role and the certificate's serial;
 //   - STS GetCallerIdentity (query protocol), answering the assumed-role
 //     ARN of the session key that signed the request;
-//   - Secrets Manager CreateSecret/DescribeSecret/DeleteSecret (JSON 1.1);
+//   - Secrets Manager CreateSecret/GetSecretValue/PutSecretValue/
+//     DescribeSecret/TagResource/ListSecrets/DeleteSecret (JSON 1.1, in
+//     secretsmanager.go: versions, staging labels, ClientRequestToken
+//     idempotency, tags, and an optional eventual-consistency window);
 //   - ECR GetAuthorizationToken/CreateRepository/DescribeRepositories (JSON 1.1);
 //   - SQS CreateQueue/GetQueueUrl/GetQueueAttributes (JSON 1.0, the
 //     protocol current SDKs speak; goaws v0.4.5 speaks only the query
@@ -72,6 +75,7 @@ type Server struct {
 	secrets     map[string]*secret
 	repos       map[string]time.Time
 	queues      map[string]*queue
+	smWindow    time.Duration // SetSecretsConsistencyWindow
 	faults      map[string]*Fault
 	calls       map[string]int
 	s3          *gofakes3.GoFakeS3
@@ -82,9 +86,22 @@ type Server struct {
 }
 
 type secret struct {
-	arn     string
+	name, arn, description string
+	created, changed       time.Time
+	deleted                *time.Time
+	// visible is when the secret stops answering ResourceNotFoundException
+	// after its creation (SetSecretsConsistencyWindow).
+	visible  time.Time
+	tags     []tag
+	versions map[string]*version
+}
+
+type tag struct{ Key, Value string }
+
+type version struct {
+	value   string
+	stages  []string
 	created time.Time
-	deleted *time.Time
 }
 
 // New returns a fake account with no resources.
@@ -153,9 +170,31 @@ func (s *Server) AddSecret(name string) {
 }
 
 func (s *Server) addSecretLocked(name string) *secret {
-	sec := &secret{arn: fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-%s", s.Region, s.AccountID, name, randomID(3)), created: time.Now().UTC()}
+	now := time.Now().UTC()
+	sec := &secret{name: name, arn: fmt.Sprintf("arn:aws:secretsmanager:%s:%s:secret:%s-%s", s.Region, s.AccountID, name, randomID(3)),
+		created: now, changed: now, visible: now, versions: map[string]*version{}}
 	s.secrets[name] = sec
 	return sec
+}
+
+// SetSecretsConsistencyWindow makes every secret created through
+// CreateSecret from now on answer ResourceNotFoundException to every other
+// call, and stay out of ListSecrets, for d after its creation, as Secrets
+// Manager may right after a create (eventual consistency); 0 turns it off.
+func (s *Server) SetSecretsConsistencyWindow(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.smWindow = d
+}
+
+// SecretVersions reports how many versions a secret holds (0 if none or no secret).
+func (s *Server) SecretVersions(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec, ok := s.secrets[name]; ok {
+		return len(sec.versions)
+	}
+	return 0
 }
 
 // MarkSecretDeleted schedules a secret for deletion, as DeleteSecret does.
@@ -379,61 +418,6 @@ func (s *Server) sts(w http.ResponseWriter, r *http.Request, sess session, known
 	}{Result: result{Arn: arn, UserId: "AROAFAKE:" + sess.name, Account: s.AccountID}})
 }
 
-func (s *Server) secretsManager(w http.ResponseWriter, op string, in map[string]any) {
-	const ct = "application/x-amz-json-1.1"
-	id, _ := in["SecretId"].(string)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	find := func() *secret {
-		if sec, ok := s.secrets[id]; ok {
-			return sec
-		}
-		for _, sec := range s.secrets {
-			if sec.arn == id {
-				return sec
-			}
-		}
-		return nil
-	}
-	switch op {
-	case "CreateSecret":
-		name, _ := in["Name"].(string)
-		if _, ok := s.secrets[name]; ok {
-			jsonError(w, 400, "ResourceExistsException", "The operation failed because the secret "+name+" already exists.")
-			return
-		}
-		sec := s.addSecretLocked(name)
-		writeJSON(w, ct, map[string]any{"ARN": sec.arn, "Name": name})
-	case "DescribeSecret":
-		sec := find()
-		if sec == nil {
-			jsonError(w, 400, "ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
-			return
-		}
-		out := map[string]any{"ARN": sec.arn, "CreatedDate": epoch(sec.created)}
-		for n, x := range s.secrets {
-			if x == sec {
-				out["Name"] = n
-			}
-		}
-		if sec.deleted != nil {
-			out["DeletedDate"] = epoch(*sec.deleted)
-		}
-		writeJSON(w, ct, out)
-	case "DeleteSecret":
-		sec := find()
-		if sec == nil {
-			jsonError(w, 400, "ResourceNotFoundException", "Secrets Manager can't find the specified secret.")
-			return
-		}
-		t := time.Now().UTC()
-		sec.deleted = &t
-		writeJSON(w, ct, map[string]any{"ARN": sec.arn, "DeletionDate": epoch(t.Add(30 * 24 * time.Hour))})
-	default:
-		jsonError(w, 400, "InvalidAction", "awsfake Secrets Manager does not serve "+op)
-	}
-}
-
 func (s *Server) ecr(w http.ResponseWriter, op string, in map[string]any) {
 	const ct = "application/x-amz-json-1.1"
 	s.mu.Lock()
@@ -548,8 +532,10 @@ func randomID(n int) string {
 
 func writeJSON(w http.ResponseWriter, contentType string, v any) {
 	w.Header().Set("Content-Type", contentType)
-	_ = json.NewEncoder(w).Encode(v)
+	writeJSONBody(w, v)
 }
+
+func writeJSONBody(w http.ResponseWriter, v any) { _ = json.NewEncoder(w).Encode(v) }
 
 func jsonError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")

@@ -1,0 +1,90 @@
+package secrets
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/aes"
+	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/stores/yaml"
+
+	"github.com/spokeforge/spokeforge/internal/secretfile"
+)
+
+// Decrypt checks a secret file (secretfile.Parse: SOPS YAML, every value
+// encrypted, age or KMS recipients only) and decrypts it with the SOPS
+// library, verifying its MAC. Errors name the file and say why, never what
+// a value is: SOPS's own messages are used only where they cannot carry
+// plaintext (the data key step names recipients and key-service errors).
+func Decrypt(display string, data []byte) (map[string]string, error) {
+	f, errs := secretfile.Parse(display, data)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	store := yaml.NewStore(&config.YAMLStoreConfig{})
+	tree, err := store.LoadEncryptedFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a SOPS file SOPS can read", display)
+	}
+	key, err := tree.Metadata.GetDataKey()
+	if err != nil {
+		return nil, fmt.Errorf("%s: no key at hand decrypts its data key (it is encrypted to %s): give the sync an age identity of one of them (SOPS_AGE_KEY_FILE or SOPS_AGE_KEY) or AWS credentials allowed kms:Decrypt",
+			display, recipients(f))
+	}
+	cipher := aes.NewCipher()
+	mac, err := tree.Decrypt(key, cipher)
+	if err != nil {
+		return nil, fmt.Errorf("%s: a value cannot be decrypted: the file is damaged or was edited without sops", display)
+	}
+	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, key, tree.Metadata.LastModified.Format(time.RFC3339))
+	if err != nil || stored != mac {
+		return nil, fmt.Errorf("%s: integrity check failed (MAC mismatch): the file was edited without sops", display)
+	}
+	out := map[string]string{}
+	for _, branch := range tree.Branches {
+		for _, item := range branch {
+			k, ok := item.Key.(string)
+			if !ok || k == secretfile.MetadataKey {
+				continue
+			}
+			switch v := item.Value.(type) {
+			case string:
+				out[k] = v
+			case int:
+				out[k] = strconv.Itoa(v)
+			case float64:
+				out[k] = strconv.FormatFloat(v, 'g', -1, 64)
+			case bool:
+				out[k] = strconv.FormatBool(v)
+			case sops.Comment:
+			default:
+				return nil, fmt.Errorf("%s: key %q: a value must be a string, number or boolean", display, k)
+			}
+		}
+	}
+	return out, nil
+}
+
+// recipients lists a file's recipients for an error.
+func recipients(f *secretfile.File) string {
+	var parts []string
+	for _, r := range f.Age {
+		parts = append(parts, "age "+r)
+	}
+	for _, r := range f.KMS {
+		parts = append(parts, "KMS "+r)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// firstLine keeps the head of a multi-line SOPS error, bounded.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 300 {
+		s = strings.ToValidUTF8(s[:300], "") + "..."
+	}
+	return s
+}

@@ -1,0 +1,297 @@
+package secrets
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/spokeforge/spokeforge/internal/awsfake"
+	"github.com/spokeforge/spokeforge/internal/sopstest"
+)
+
+// The example cluster gpu-east-1 lists model-api-key (keys: [token]) and
+// hf-token under acme-ml/us-east-1/dc-ash1/equinix/gpu-east-1.
+const (
+	secretPath = "acme-ml/us-east-1/dc-ash1/equinix/gpu-east-1/"
+	apiKey     = secretPath + "model-api-key"
+	hfToken    = secretPath + "hf-token"
+)
+
+// world is a repo with the example record, a fresh age key, and a fake
+// Secrets Manager driven by the real SDK client.
+type world struct {
+	t    testing.TB
+	root string
+	key  sopstest.Key
+	aws  *awsfake.Server
+	url  string
+}
+
+func newWorld(t testing.TB, record string) *world {
+	t.Helper()
+	w := &world{t: t, root: t.TempDir()}
+	var err error
+	if w.key, err = sopstest.NewKey(); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOPS_AGE_KEY", w.key.Identity)
+	for _, k := range []string{"SOPS_AGE_KEY_FILE", "SOPS_AGE_KEY_CMD", "SOPS_AGE_SSH_PRIVATE_KEY_FILE"} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+	if record == "" {
+		b, err := os.ReadFile("../../examples/gitops/clusters/gpu-east-1/cluster.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		record = string(b)
+	}
+	w.write("clusters/gpu-east-1/cluster.yaml", []byte(record))
+	w.aws = awsfake.New("111122223333", "us-east-1")
+	w.aws.StaticKey("AKIASYNC", "arn:aws:iam::111122223333:role/gitops-sync")
+	if w.url, err = w.aws.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.aws.Close() })
+	return w
+}
+
+func (w *world) write(rel string, data []byte) {
+	p := filepath.Join(w.root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *world) secret(name string, values map[string]string) {
+	b, err := sopstest.Encrypt(values, w.key.Recipient)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.write("clusters/gpu-east-1/secrets/"+name+".sops.yaml", b)
+}
+
+func (w *world) client() *sm.Client {
+	return sm.New(sm.Options{Region: "us-east-1", BaseEndpoint: aws.String(w.url),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIASYNC", "secret", "")})
+}
+
+func (w *world) sync(dry bool) *Report {
+	w.t.Helper()
+	rep, err := Sync(context.Background(), Options{Root: w.root, DryRun: dry,
+		Policy: Policy{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond, Deadline: 5 * time.Second},
+		Client: func(context.Context, string) (API, error) { return w.client(), nil }})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return rep
+}
+
+// calls sums the fake's Secrets Manager calls.
+func (w *world) calls() map[string]int {
+	out := map[string]int{}
+	for _, op := range []string{"GetSecretValue", "CreateSecret", "PutSecretValue", "TagResource", "DescribeSecret", "ListSecrets"} {
+		out[op] = w.aws.Calls("secretsmanager." + op)
+	}
+	return out
+}
+
+func statuses(r *Report) string {
+	var s []string
+	for _, it := range r.Items {
+		s = append(s, fmt.Sprintf("%s=%s", strings.TrimPrefix(it.Secret, secretPath), it.Status))
+	}
+	return strings.Join(s, " ")
+}
+
+// noValues fails if the report, as JSON or table, holds a secret value.
+func noValues(t *testing.T, r *Report, values ...string) {
+	t.Helper()
+	var b bytes.Buffer
+	_ = r.WriteJSON(&b)
+	_ = r.WriteTable(&b)
+	for _, v := range values {
+		if strings.Contains(b.String(), v) {
+			t.Fatalf("the report holds the value %q:\n%s", v, b.String())
+		}
+	}
+}
+
+func TestSyncAgainstSecretsManager(t *testing.T) {
+	w := newWorld(t, "")
+	w.aws.SetSecretsConsistencyWindow(300 * time.Millisecond)
+	w.secret("model-api-key", map[string]string{"token": "value-api-1"})
+	w.secret("hf-token", map[string]string{"token": "value-hf-1", "user": "value-user"})
+
+	// Created, through the consistency window after each create.
+	r := w.sync(false)
+	if statuses(r) != "hf-token=created model-api-key=created" || r.ExitCode() != ExitSynchronised || r.Summary != "2 of 2 synchronised (2 created)" {
+		t.Fatalf("first run: %s, %q, exit %d: %+v", statuses(r), r.Summary, r.ExitCode(), r.Items)
+	}
+	if r.Items[0].Retries == 0 || strings.Join(r.Items[0].Keys, ",") != "token,user" {
+		t.Fatalf("first run item: %+v (the put after the create must have met the window)", r.Items[0])
+	}
+	noValues(t, r, "value-api-1", "value-hf-1", "value-user")
+	got, err := w.client().GetSecretValue(context.Background(), &sm.GetSecretValueInput{SecretId: aws.String(hfToken)})
+	if err != nil || aws.ToString(got.SecretString) != `{"token":"value-hf-1","user":"value-user"}` {
+		t.Fatalf("written value: %v", err)
+	}
+	d, err := w.client().DescribeSecret(context.Background(), &sm.DescribeSecretInput{SecretId: aws.String(hfToken)})
+	if err != nil || len(d.Tags) != 3 || aws.ToString(d.Tags[0].Value) != "gpu-east-1" || aws.ToString(d.Tags[1].Value) != "clusters/gpu-east-1/cluster.yaml" {
+		t.Fatalf("tags: %+v %v", d.Tags, err)
+	}
+
+	// Again: nothing written, one read per secret plus the listing.
+	before := w.calls()
+	r = w.sync(false)
+	after := w.calls()
+	if statuses(r) != "hf-token=unchanged model-api-key=unchanged" || r.Summary != "2 of 2 synchronised (2 unchanged)" {
+		t.Fatalf("second run: %s %q", statuses(r), r.Summary)
+	}
+	for _, op := range []string{"CreateSecret", "PutSecretValue", "TagResource", "DescribeSecret"} {
+		if after[op] != before[op] {
+			t.Fatalf("second run called %s", op)
+		}
+	}
+	if after["GetSecretValue"]-before["GetSecretValue"] != 2 || after["ListSecrets"]-before["ListSecrets"] != 1 {
+		t.Fatalf("second run calls: %v → %v", before, after)
+	}
+
+	// One value changes: a dry run names the key, then one update, a new version.
+	w.secret("model-api-key", map[string]string{"token": "value-api-2"})
+	r = w.sync(true)
+	if statuses(r) != "hf-token=unchanged model-api-key=would update" || strings.Join(r.Items[1].Keys, ",") != "~token" || w.aws.SecretVersions(apiKey) != 1 {
+		t.Fatalf("dry run: %s %v", statuses(r), r.Items[1].Keys)
+	}
+	noValues(t, r, "value-api-1", "value-api-2")
+	r = w.sync(false)
+	if statuses(r) != "hf-token=unchanged model-api-key=updated" || w.aws.SecretVersions(apiKey) != 2 || r.Items[1].Tags {
+		t.Fatalf("update: %s, %d versions, %+v", statuses(r), w.aws.SecretVersions(apiKey), r.Items[1])
+	}
+	prev, err := w.client().GetSecretValue(context.Background(), &sm.GetSecretValueInput{SecretId: aws.String(apiKey), VersionStage: aws.String("AWSPREVIOUS")})
+	if err != nil || aws.ToString(prev.SecretString) != `{"token":"value-api-1"}` {
+		t.Fatalf("AWSPREVIOUS: %v", err)
+	}
+
+	// One file breaks (edited by hand): partial, the other is still synchronised.
+	w.secret("hf-token", map[string]string{"token": "value-hf-2", "user": "value-user"})
+	p := filepath.Join(w.root, "clusters/gpu-east-1/secrets/model-api-key.sops.yaml")
+	b, _ := os.ReadFile(p)
+	i := bytes.Index(b, []byte("data:")) + 5
+	b[i] ^= 0x01
+	w.write("clusters/gpu-east-1/secrets/model-api-key.sops.yaml", b)
+	r = w.sync(false)
+	if statuses(r) != "hf-token=updated model-api-key=failed" || r.ExitCode() != ExitPartial || r.Summary != "1 of 2 synchronised (1 updated), 1 failed" {
+		t.Fatalf("broken file: %s %q exit %d", statuses(r), r.Summary, r.ExitCode())
+	}
+	if !strings.Contains(r.Items[1].Reason, "model-api-key.sops.yaml: ") {
+		t.Fatalf("reason: %q", r.Items[1].Reason)
+	}
+	noValues(t, r, "value-api-2", "value-hf-2")
+
+	// A plaintext file fails alone, its value never repeated.
+	w.write("clusters/gpu-east-1/secrets/model-api-key.sops.yaml", []byte("token: value-plain\n"))
+	r = w.sync(false)
+	if statuses(r) != "hf-token=unchanged model-api-key=failed" || !strings.Contains(r.Items[1].Reason, "not encrypted") {
+		t.Fatalf("plaintext file: %s %+v", statuses(r), r.Items[1])
+	}
+	noValues(t, r, "value-plain")
+}
+
+func TestSyncOrphansAndMissingFiles(t *testing.T) {
+	b, err := os.ReadFile("../../examples/gitops/clusters/gpu-east-1/cluster.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, "")
+	w.secret("model-api-key", map[string]string{"token": "a"})
+	w.secret("hf-token", map[string]string{"token": "b"})
+	if r := w.sync(false); r.ExitCode() != ExitSynchronised {
+		t.Fatalf("setup: %s", r.Summary)
+	}
+	// hf-token leaves the record and its file goes: orphaned, not deleted.
+	w.write("clusters/gpu-east-1/cluster.yaml", []byte(strings.Replace(string(b), "    - name: hf-token\n      namespace: inference\n      refreshInterval: 30m\n", "", 1)))
+	if err := os.Remove(filepath.Join(w.root, "clusters/gpu-east-1/secrets/hf-token.sops.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	r := w.sync(false)
+	if statuses(r) != "model-api-key=unchanged hf-token=orphaned" || r.ExitCode() != ExitSynchronised ||
+		!strings.Contains(r.Items[1].Reason, "aws secretsmanager delete-secret --region us-east-1 --secret-id "+hfToken) {
+		t.Fatalf("orphan: %s %+v", statuses(r), r.Items)
+	}
+	if w.aws.SecretVersions(hfToken) != 1 {
+		t.Fatal("the orphan was touched")
+	}
+	// The record lists a secret without a file, and a file has no entry.
+	w.write("clusters/gpu-east-1/cluster.yaml", b)
+	w.write("clusters/gpu-east-1/secrets/stray.sops.yaml", []byte("x: y\n"))
+	r = w.sync(false)
+	if statuses(r) != "=failed hf-token=failed model-api-key=unchanged" || r.ExitCode() != ExitPartial {
+		t.Fatalf("missing and stray: %s", statuses(r))
+	}
+	if !strings.Contains(r.Items[0].Reason, "no entry in clusters/gpu-east-1/cluster.yaml spec.secrets lists this file") ||
+		!strings.Contains(r.Items[1].Reason, "the file clusters/gpu-east-1/secrets/hf-token.sops.yaml is missing") {
+		t.Fatalf("reasons: %+v", r.Items)
+	}
+	// Access denied on every write: nothing synchronised.
+	w.secret("hf-token", map[string]string{"token": "c"})
+	w.secret("model-api-key", map[string]string{"token": "d"})
+	if err := os.Remove(filepath.Join(w.root, "clusters/gpu-east-1/secrets/stray.sops.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	w.aws.Inject("secretsmanager.PutSecretValue", awsfake.Fault{Times: -1, Status: 400, Code: "AccessDeniedException", Message: "not authorized to perform secretsmanager:PutSecretValue"})
+	r = w.sync(false)
+	if r.ExitCode() != ExitNone || r.Items[0].Retries != 0 || !strings.Contains(r.Items[0].Reason, "PutSecretValue: AccessDeniedException") {
+		t.Fatalf("denied: %s %+v", r.Summary, r.Items)
+	}
+}
+
+// BenchmarkSyncUnchanged1000: a sync of 1,000 secrets already current,
+// reporting the Secrets Manager calls per secret.
+func BenchmarkSyncUnchanged1000(b *testing.B) {
+	const n = 1000
+	var rec strings.Builder
+	ex, err := os.ReadFile("../../examples/gitops/clusters/gpu-east-1/cluster.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	head, _, _ := strings.Cut(string(ex), "  secrets:\n")
+	rec.WriteString(head + "  secrets:\n")
+	for i := range n {
+		fmt.Fprintf(&rec, "    - name: s%04d\n      namespace: inference\n", i)
+	}
+	w := newWorld(b, rec.String())
+	for i := range n {
+		w.secret(fmt.Sprintf("s%04d", i), map[string]string{"token": fmt.Sprintf("value-%d", i)})
+	}
+	if r := w.sync(false); r.ExitCode() != ExitSynchronised {
+		b.Fatalf("setup: %s", r.Summary)
+	}
+	total := func() int {
+		s := 0
+		for _, v := range w.calls() {
+			s += v
+		}
+		return s
+	}
+	before := total()
+	b.ResetTimer()
+	for b.Loop() {
+		if r := w.sync(false); r.Summary != "1000 of 1000 synchronised (1000 unchanged)" {
+			b.Fatal(r.Summary)
+		}
+	}
+	b.ReportMetric(float64(total()-before)/float64(n*b.N), "calls/secret")
+}
