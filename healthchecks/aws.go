@@ -153,8 +153,10 @@ func (r *run) awsSecrets(ctx context.Context, b *builder) {
 		check := "secretsmanager:DescribeSecret " + s.Name
 		switch {
 		case err != nil && NotFound(err):
-			b.finding(Failed, check, "SecretMissing", "the secret "+s.Name+" has not been provisioned",
-				fmt.Sprintf("Secrets Manager has no secret %s (%s after %d attempts)", s.Name, errorCode(err), attempts))
+			// The secret files live in git; the sync is what writes them (docs/secrets.md).
+			b.finding(Failed, check, "SecretMissing", "the secret "+s.Name+" is missing in Secrets Manager (run spokeforge secrets sync)",
+				fmt.Sprintf("Secrets Manager has no secret %s (%s after %d attempts): write it from the gitops repo with spokeforge secrets sync --cluster %s",
+					s.Name, errorCode(err), attempts, r.cfg.Spec.Cluster))
 		case err != nil:
 			st := classify(err)
 			b.errFinding(st, check, "SecretUnreadable", "the secret "+s.Name+" cannot be read",

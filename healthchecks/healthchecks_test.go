@@ -250,7 +250,7 @@ func TestFirstFailedBoundary(t *testing.T) {
 		{"secrets: secret missing", func(w *world) {
 			w.aws = recreate(w, func(f *awsfake.Server) { f.AllowRole(role) }, "secret")
 		}, "Secrets", Failed, "SecretMissing",
-			"the workload identity is valid, but the secret acme/us-east-1/dc/eq/gpu-east-1/hf-token has not been provisioned", ExitFailed},
+			"the workload identity is valid, but the secret acme/us-east-1/dc/eq/gpu-east-1/hf-token is missing in Secrets Manager (run spokeforge secrets sync)", ExitFailed},
 		{"secrets: ExternalSecret waiting for the provider", func(w *world) {
 			c := cond("Ready", "False", "SecretSyncedError", "could not get secret data from provider: Secret does not exist")
 			c["lastTransitionTime"] = now.Add(-2 * time.Minute).Format(time.RFC3339)
