@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appv1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	argolua "github.com/argoproj/argo-cd/v2/util/lua"
@@ -103,22 +104,24 @@ func TestHealthFixtures(t *testing.T) {
 				if got := GroupDir(obj); got != dir {
 					t.Fatalf("fixture is a %s, not a %s", got, dir)
 				}
-				for _, open := range []bool{false, true} {
-					// Argo CD's default sandbox (false) is what argocd-cm
-					// scripts get; open libs (true) is what upstream's own
-					// tests use, checked so the script behaves the same there.
-					vm := argolua.VM{ResourceOverrides: overrides(scripts)}
-					script, _, err := vm.GetHealthScript(obj)
-					if err != nil {
-						t.Fatal(err)
-					}
-					vm.UseOpenLibs = open
-					got, err := vm.ExecuteHealthLua(obj, script)
-					if err != nil {
-						t.Fatalf("useOpenLibs=%v: %v", open, err)
-					}
-					if *got != tc.HealthStatus {
-						t.Errorf("useOpenLibs=%v:\n got %q %q\nwant %q %q", open, got.Status, got.Message, tc.HealthStatus.Status, tc.HealthStatus.Message)
+				for _, zone := range controllerZones {
+					for _, open := range []bool{false, true} {
+						// Argo CD's default sandbox (false) is what argocd-cm
+						// scripts get; open libs (true) is what upstream's own
+						// tests use, checked so the script behaves the same there.
+						vm := argolua.VM{ResourceOverrides: overrides(scripts)}
+						script, _, err := vm.GetHealthScript(obj)
+						if err != nil {
+							t.Fatal(err)
+						}
+						vm.UseOpenLibs = open
+						got, err := inZone(zone, func() (*health.HealthStatus, error) { return vm.ExecuteHealthLua(obj, script) })
+						if err != nil {
+							t.Fatalf("%s, useOpenLibs=%v: %v", zone, open, err)
+						}
+						if *got != tc.HealthStatus {
+							t.Errorf("%s, useOpenLibs=%v:\n got %q %q\nwant %q %q", zone, open, got.Status, got.Message, tc.HealthStatus.Status, tc.HealthStatus.Message)
+						}
 					}
 				}
 			})
@@ -129,6 +132,19 @@ func TestHealthFixtures(t *testing.T) {
 			t.Errorf("%s has %d fixtures, want at least 6", s.Dir, n)
 		}
 	}
+}
+
+// controllerZones are time zones the controller may run in. Argo CD's safe
+// os.date formats a given time in the local zone even when asked for UTC, so
+// the scripts must give the same messages in any of them.
+var controllerZones = []*time.Location{time.UTC, time.FixedZone("UTC+05:30", 5*3600+1800), time.FixedZone("UTC-08:00", -8*3600)}
+
+// inZone runs f with time.Local set to zone, as if the controller ran there.
+func inZone[T any](zone *time.Location, f func() (T, error)) (T, error) {
+	saved := time.Local
+	time.Local = zone
+	defer func() { time.Local = saved }()
+	return f()
 }
 
 // GroupDir maps an object to its lua/<group>/<Kind> directory.
@@ -493,6 +509,55 @@ func BenchmarkHealth(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkHealthRatio is issue 16's measure: each evaluation of one of our
+// scripts alternates with one of Argo CD's built-in Certificate check on its
+// healthy fixture, so load on a shared machine hits both alike; it reports
+// both per-evaluation times and x-builtin, their ratio (target: at most 1.5).
+func BenchmarkHealthRatio(b *testing.B) {
+	scripts := loadScripts(b)
+	ours := argolua.VM{ResourceOverrides: overrides(scripts)}
+	builtin := argolua.VM{UseOpenLibs: true}
+	ref := loadObj(b, "cert-manager.io/Certificate/testdata/healthy_issued.yaml")
+	refScript, _, err := builtin.GetHealthScript(ref)
+	if err != nil || refScript == "" {
+		b.Fatalf("built-in Certificate script: %v", err)
+	}
+	for _, c := range []string{
+		"cert-manager.io/Certificate/testdata/healthy_issued.yaml",
+		"cert-manager.io/Certificate/testdata/degraded_stale_backoff.yaml",
+		"external-secrets.io/ExternalSecret/testdata/healthy.yaml",
+		"external-secrets.io/ExternalSecret/testdata/degraded_eventual_consistency_past_grace.yaml",
+		"external-secrets.io/ExternalSecret/testdata/progressing_eventual_consistency_in_grace.yaml",
+		"spokeforge.io/Onboarding/testdata/healthy_ready_message.yaml",
+		"spokeforge.io/Onboarding/testdata/degraded_queues.yaml",
+		"argoproj.io/Application/testdata/degraded.yaml",
+	} {
+		obj := loadObj(b, c)
+		script, _, err := ours.GetHealthScript(obj)
+		if err != nil || script == "" {
+			b.Fatalf("%s: no script: %v", c, err)
+		}
+		b.Run(strings.TrimSuffix(strings.Replace(c, "/testdata/", "/", 1), ".yaml"), func(b *testing.B) {
+			var tOurs, tBuiltin time.Duration
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				if _, err := ours.ExecuteHealthLua(obj, script); err != nil {
+					b.Fatal(err)
+				}
+				mid := time.Now()
+				if _, err := builtin.ExecuteHealthLua(ref, refScript); err != nil {
+					b.Fatal(err)
+				}
+				tOurs += mid.Sub(start)
+				tBuiltin += time.Since(mid)
+			}
+			b.ReportMetric(float64(tOurs.Nanoseconds())/float64(b.N), "ours-ns/op")
+			b.ReportMetric(float64(tBuiltin.Nanoseconds())/float64(b.N), "builtin-ns/op")
+			b.ReportMetric(float64(tOurs)/float64(tBuiltin), "x-builtin")
 		})
 	}
 }

@@ -14,6 +14,10 @@ import (
 const (
 	sfcoreBegin = "-- BEGIN sfcore"
 	sfcoreEnd   = "-- END sfcore"
+	// Helpers keep the code they compile only when needed in long strings
+	// between these brackets, unindented.
+	longOpen  = "[==["
+	longClose = "]==]"
 )
 
 // libUnit is one top-level declaration of sfcore.lua with the comment above it.
@@ -37,7 +41,16 @@ func splitLib(lib string) ([]libUnit, error) {
 	var units []libUnit
 	var pending []string // comment and blank lines not yet attached to a declaration
 	cur := -1
+	inLong := false // inside a [==[ ... ]==] string: its lines belong to the current unit
 	for _, line := range lines {
+		if inLong || strings.Contains(line, longOpen) {
+			inLong = !strings.Contains(line, longClose)
+			if cur >= 0 {
+				units[cur].text += "\n" + strings.Join(append(pending, line), "\n")
+				pending = nil
+				continue
+			}
+		}
 		if m := declRE.FindStringSubmatch(line); m != nil {
 			units = append(units, libUnit{name: m[1], text: strings.Join(append(pending, line), "\n")})
 			pending, cur = nil, len(units)-1

@@ -1,67 +1,53 @@
 -- BEGIN sfcore (from lua/_lib/sfcore.lua by `go run ./lua/gen`: the helpers this script uses)
 -- Argo CD runs custom health scripts without the string and math libraries
 -- (only base, table, package and a safe os with time/date). Strings have no
--- metatable there, so s:sub / s:find do not exist. The helpers below only use
--- the length operator, concatenation and byte-wise string comparison, which
--- the VM implements natively, and stay well inside the 1 s script budget.
+-- metatable there, so s:sub / s:find do not exist. Argo CD also compiles the
+-- whole script on every evaluation, and compiling costs per token: the fast
+-- paths below are a few lines each, and what must read a string byte by byte
+-- is source text that is only compiled when a value needs it (sfSlow).
 
--- CH[b + 1] is the one-byte string whose byte value is b.
-local CH = {
-  "\0", "\1", "\2", "\3", "\4", "\5", "\6", "\7", "\8", "\9", "\10", "\11", "\12", "\13", "\14", "\15",
-  "\16", "\17", "\18", "\19", "\20", "\21", "\22", "\23", "\24", "\25", "\26", "\27", "\28", "\29", "\30", "\31",
-  "\32", "\33", "\34", "\35", "\36", "\37", "\38", "\39", "\40", "\41", "\42", "\43", "\44", "\45", "\46", "\47",
-  "\48", "\49", "\50", "\51", "\52", "\53", "\54", "\55", "\56", "\57", "\58", "\59", "\60", "\61", "\62", "\63",
-  "\64", "\65", "\66", "\67", "\68", "\69", "\70", "\71", "\72", "\73", "\74", "\75", "\76", "\77", "\78", "\79",
-  "\80", "\81", "\82", "\83", "\84", "\85", "\86", "\87", "\88", "\89", "\90", "\91", "\92", "\93", "\94", "\95",
-  "\96", "\97", "\98", "\99", "\100", "\101", "\102", "\103", "\104", "\105", "\106", "\107", "\108", "\109", "\110", "\111",
-  "\112", "\113", "\114", "\115", "\116", "\117", "\118", "\119", "\120", "\121", "\122", "\123", "\124", "\125", "\126", "\127",
-  "\128", "\129", "\130", "\131", "\132", "\133", "\134", "\135", "\136", "\137", "\138", "\139", "\140", "\141", "\142", "\143",
-  "\144", "\145", "\146", "\147", "\148", "\149", "\150", "\151", "\152", "\153", "\154", "\155", "\156", "\157", "\158", "\159",
-  "\160", "\161", "\162", "\163", "\164", "\165", "\166", "\167", "\168", "\169", "\170", "\171", "\172", "\173", "\174", "\175",
-  "\176", "\177", "\178", "\179", "\180", "\181", "\182", "\183", "\184", "\185", "\186", "\187", "\188", "\189", "\190", "\191",
-  "\192", "\193", "\194", "\195", "\196", "\197", "\198", "\199", "\200", "\201", "\202", "\203", "\204", "\205", "\206", "\207",
-  "\208", "\209", "\210", "\211", "\212", "\213", "\214", "\215", "\216", "\217", "\218", "\219", "\220", "\221", "\222", "\223",
-  "\224", "\225", "\226", "\227", "\228", "\229", "\230", "\231", "\232", "\233", "\234", "\235", "\236", "\237", "\238", "\239",
-  "\240", "\241", "\242", "\243", "\244", "\245", "\246", "\247", "\248", "\249", "\250", "\251", "\252", "\253", "\254", "\255",
-}
+-- sfSlowLib caches sfSlow's helpers for the rest of the evaluation.
+local sfSlowLib = nil
 
--- sfFloor(x) is math.floor(x) built from the native % operator.
-local function sfFloor(x)
+-- sfSlow returns the helpers for what Kubernetes does not write and for
+-- reading a string byte by byte: truncate (a string over 4 KiB cut to its
+-- first 256 bytes on a UTF-8 boundary), containsAny (ASCII case-insensitive
+-- search in the first `limit` bytes), parseTime (any RFC 3339 timestamp),
+-- formatTime (RFC 3339 UTC by arithmetic) and mapConditions (conditions
+-- given as a map of type -> condition). Without the string library a byte is recovered by binary
+-- search: with p the decoded prefix, p .. CH[b + 1] <= s exactly when b is at
+-- most the next byte, and CH holds the 256 one-byte strings. Kept in a long
+-- string, all of it costs an evaluation that never needs it about a tenth of
+-- what compiling it would (go test ./lua -bench Health).
+local function sfSlow()
+  if sfSlowLib == nil then
+    sfSlowLib = loadstring([==[
+local p = { "return {" }
+for b = 0, 255 do
+  p[b + 2] = "'\\" .. b .. "',"
+end
+local CH = loadstring(table.concat(p) .. "}")()
+local function floor(x)
   return x - x % 1
 end
-
--- sfBytes returns the byte values of the first `limit` bytes of s. A byte is
--- recovered by binary search: with p the already decoded prefix, p .. CH[b+1]
--- <= s holds exactly when b <= s[k].
-local function sfBytes(s, limit)
-  local out = {}
-  if type(s) ~= "string" then
-    return out
-  end
+local function bytes(s, limit)
+  local out, pre = {}, ""
   local n = #s
   if n > limit then
     n = limit
   end
-  local prefix = ""
   for k = 1, n do
-    local lo, hi = 0, 255
-    while lo < hi do
-      local x = lo + hi + 1
-      local mid = (x - x % 2) / 2
-      if prefix .. CH[mid + 1] <= s then
-        lo = mid
-      else
-        hi = mid - 1
+    local b = 0
+    for e = 7, 0, -1 do
+      if pre .. CH[b + 2 ^ e + 1] <= s then
+        b = b + 2 ^ e
       end
     end
-    out[k] = lo
-    prefix = prefix .. CH[lo + 1]
+    out[k], pre = b, pre .. CH[b + 1]
   end
   return out
 end
-
--- sfLower folds ASCII A-Z in a byte array in place and returns it.
-local function sfLower(b)
+local function lower(b)
   for i = 1, #b do
     if b[i] >= 65 and b[i] <= 90 then
       b[i] = b[i] + 32
@@ -69,60 +55,27 @@ local function sfLower(b)
   end
   return b
 end
-
--- sfStartsWith reports whether string s begins with string p.
-local function sfStartsWith(s, p)
-  if type(s) ~= "string" or type(p) ~= "string" or #s < #p then
-    return false
-  end
-  local b = sfBytes(s, #p)
-  local parts = {}
-  for i = 1, #b do
-    parts[i] = CH[b[i] + 1]
-  end
-  return table.concat(parts) == p
-end
-
--- sfContainsAny reports whether the first `limit` bytes of s contain any of
--- the needles, ignoring ASCII case.
-local function sfContainsAny(s, needles, limit)
+local function containsAny(s, needles, limit)
   if type(s) ~= "string" then
     return false
   end
-  local hay = sfLower(sfBytes(s, limit))
+  local hay = lower(bytes(s, limit))
   for _, needle in ipairs(needles) do
-    local nb = sfLower(sfBytes(needle, 256))
-    local m = #nb
-    if m > 0 then
-      for i = 1, #hay - m + 1 do
-        local j = 1
-        while j <= m and hay[i + j - 1] == nb[j] do
-          j = j + 1
-        end
-        if j > m then
-          return true
-        end
+    local nb = lower(bytes(needle, 256))
+    for i = 1, #hay - #nb + 1 do
+      local j = 1
+      while j <= #nb and hay[i + j - 1] == nb[j] do
+        j = j + 1
+      end
+      if #nb > 0 and j > #nb then
+        return true
       end
     end
   end
   return false
 end
-
--- sfText converts a status field into a message string, truncating anything
--- over 4 KiB to its first 256 bytes (cut on a UTF-8 boundary). Non-scalar
--- values yield nil.
-local function sfText(v)
-  if type(v) == "number" then
-    return tostring(v)
-  end
-  if type(v) ~= "string" then
-    return nil
-  end
-  local n = #v
-  if n <= 4096 then
-    return v
-  end
-  local b = sfBytes(v, 256)
+local function truncate(v)
+  local b = bytes(v, 256)
   local k = #b
   local cut = k
   while cut > 0 and b[cut] >= 128 and b[cut] < 192 do
@@ -143,29 +96,24 @@ local function sfText(v)
   for i = 1, k do
     parts[i] = CH[b[i] + 1]
   end
-  return table.concat(parts) .. "... (truncated, " .. tostring(n) .. " bytes)"
+  return table.concat(parts) .. "... (truncated, " .. #v .. " bytes)"
 end
-
--- sfDaysFromCivil converts a proleptic Gregorian date to days since 1970-01-01.
-local function sfDaysFromCivil(y, m, d)
+local function daysFromCivil(y, m, d)
   if m <= 2 then
     y = y - 1
   end
-  local era = sfFloor(y / 400)
+  local era = floor(y / 400)
   local yoe = y - era * 400
   local mp = (m + 9) % 12
-  local doy = sfFloor((153 * mp + 2) / 5) + d - 1
-  local doe = yoe * 365 + sfFloor(yoe / 4) - sfFloor(yoe / 100) + doy
+  local doy = floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
   return era * 146097 + doe - 719468
 end
-
--- sfParseTime parses an RFC 3339 timestamp ("2026-01-01T00:00:00Z",
--- optional fraction, "Z" or "+hh:mm"/"-hh:mm") into Unix seconds, or nil.
-local function sfParseTime(s)
+local function parseTime(s)
   if type(s) ~= "string" or #s < 20 or #s > 64 then
     return nil
   end
-  local b = sfBytes(s, 64)
+  local b = bytes(s, 64)
   local function num(i, j)
     local v = 0
     for k = i, j do
@@ -210,11 +158,9 @@ local function sfParseTime(s)
   else
     return nil
   end
-  return sfDaysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset
+  return daysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset
 end
-
--- sfFormatTime renders Unix seconds as an RFC 3339 UTC timestamp.
-local function sfFormatTime(t)
+local function formatTime(t)
   local function pad(v, w)
     local s = tostring(v)
     while #s < w do
@@ -222,17 +168,17 @@ local function sfFormatTime(t)
     end
     return s
   end
-  t = sfFloor(t)
-  local days = sfFloor(t / 86400)
+  t = floor(t)
+  local days = floor(t / 86400)
   local secs = t - days * 86400
   local z = days + 719468
-  local era = sfFloor(z / 146097)
+  local era = floor(z / 146097)
   local doe = z - era * 146097
-  local yoe = sfFloor((doe - sfFloor(doe / 1460) + sfFloor(doe / 36524) - sfFloor(doe / 146096)) / 365)
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
   local y = yoe + era * 400
-  local doy = doe - (365 * yoe + sfFloor(yoe / 4) - sfFloor(yoe / 100))
-  local mp = sfFloor((5 * doy + 2) / 153)
-  local d = doy - sfFloor((153 * mp + 2) / 5) + 1
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local d = doy - floor((153 * mp + 2) / 5) + 1
   local m = mp + 3
   if mp >= 10 then
     m = mp - 9
@@ -240,39 +186,108 @@ local function sfFormatTime(t)
   if m <= 2 then
     y = y + 1
   end
-  local h = sfFloor(secs / 3600)
-  local mi = sfFloor((secs - h * 3600) / 60)
+  local h = floor(secs / 3600)
+  local mi = floor((secs - h * 3600) / 60)
   local se = secs - h * 3600 - mi * 60
   return pad(y, 4) .. "-" .. pad(m, 2) .. "-" .. pad(d, 2) .. "T" .. pad(h, 2) .. ":" .. pad(mi, 2) .. ":" .. pad(se, 2) .. "Z"
+end
+local function mapConditions(conds)
+  local out = {}
+  for k, c in pairs(conds) do
+    if type(c) == "table" then
+      if c.type == nil and type(k) == "string" then
+        local copy = { type = k }
+        for ck, cv in pairs(c) do
+          copy[ck] = cv
+        end
+        c = copy
+      end
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+return { truncate = truncate, containsAny = containsAny, parseTime = parseTime, formatTime = formatTime, mapConditions = mapConditions }
+]==])()
+  end
+  return sfSlowLib
+end
+
+-- sfText converts a status field into a message string, truncating anything
+-- over 4 KiB to its first 256 bytes (cut on a UTF-8 boundary). Non-scalar
+-- values yield nil.
+local function sfText(v)
+  if type(v) == "number" then
+    return tostring(v)
+  end
+  if type(v) ~= "string" then
+    return nil
+  end
+  if #v <= 4096 then
+    return v
+  end
+  return sfSlow().truncate(v)
+end
+
+-- sfTimeLib caches sfTime's helpers for the rest of the evaluation.
+local sfTimeLib = nil
+
+-- sfTime returns parse (an RFC 3339 timestamp into Unix seconds, or nil) and
+-- format (Unix seconds as RFC 3339 UTC), compiled on first use as sfSlow is.
+-- What Kubernetes writes (UTC, "Z", whole seconds) is found by bisection
+-- over os.date, whose output sorts as the time it shows: 35 calls, no
+-- parsing. Anything else (a fraction, an offset, a year before 1970) goes to
+-- sfSlow, and so does a controller whose os.date is not in UTC: Argo CD's
+-- safe os.date drops "!" when given a time and formats in the local zone
+-- ("%z" is then not +0000).
+local function sfTime()
+  if sfTimeLib == nil then
+    sfTimeLib = loadstring([==[
+local slow = ...
+local os = require("os")
+local RFC3339 = "!%Y-%m-%dT%H:%M:%SZ"
+local function parse(s)
+  if type(s) ~= "string" or #s < 20 or #s > 64 then
+    return nil
+  end
+  local u = 0
+  for k = 34, 0, -1 do
+    if os.date(RFC3339, u + 2 ^ k) <= s then
+      u = u + 2 ^ k
+    end
+  end
+  if os.date(RFC3339, u) == s and os.date("!%z", u) == "+0000" then
+    return u
+  end
+  return slow().parseTime(s)
+end
+local function format(t)
+  if os.date("!%z", t) == "+0000" then
+    return os.date(RFC3339, t)
+  end
+  return slow().formatTime(t)
+end
+return { parse = parse, format = format }
+]==])(sfSlow)
+  end
+  return sfTimeLib
 end
 
 -- sfConditions returns the condition tables of obj.status.conditions as an
 -- array, accepting a list or a map of type -> condition; anything else gives {}.
 local function sfConditions(status)
-  local out = {}
-  if type(status) ~= "table" or type(status.conditions) ~= "table" then
-    return out
+  local conds = type(status) == "table" and status.conditions
+  if type(conds) ~= "table" then
+    return {}
   end
-  local conds = status.conditions
+  local out = {}
   for _, c in ipairs(conds) do
     if type(c) == "table" then
       out[#out + 1] = c
     end
   end
-  if #out == 0 then
-    for k, c in pairs(conds) do
-      if type(c) == "table" then
-        if c.type == nil and type(k) == "string" then
-          local copy = {}
-          for ck, cv in pairs(c) do
-            copy[ck] = cv
-          end
-          copy.type = k
-          c = copy
-        end
-        out[#out + 1] = c
-      end
-    end
+  if #out == 0 and next(conds) ~= nil then
+    return sfSlow().mapConditions(conds)
   end
   return out
 end

@@ -19,88 +19,81 @@
 -- BEGIN sfcore (from lua/_lib/sfcore.lua by `go run ./lua/gen`: the helpers this script uses)
 -- Argo CD runs custom health scripts without the string and math libraries
 -- (only base, table, package and a safe os with time/date). Strings have no
--- metatable there, so s:sub / s:find do not exist. The helpers below only use
--- the length operator, concatenation and byte-wise string comparison, which
--- the VM implements natively, and stay well inside the 1 s script budget.
+-- metatable there, so s:sub / s:find do not exist. Argo CD also compiles the
+-- whole script on every evaluation, and compiling costs per token: the fast
+-- paths below are a few lines each, and what must read a string byte by byte
+-- is source text that is only compiled when a value needs it (sfSlow).
 
--- CH[b + 1] is the one-byte string whose byte value is b.
-local CH = {
-  "\0", "\1", "\2", "\3", "\4", "\5", "\6", "\7", "\8", "\9", "\10", "\11", "\12", "\13", "\14", "\15",
-  "\16", "\17", "\18", "\19", "\20", "\21", "\22", "\23", "\24", "\25", "\26", "\27", "\28", "\29", "\30", "\31",
-  "\32", "\33", "\34", "\35", "\36", "\37", "\38", "\39", "\40", "\41", "\42", "\43", "\44", "\45", "\46", "\47",
-  "\48", "\49", "\50", "\51", "\52", "\53", "\54", "\55", "\56", "\57", "\58", "\59", "\60", "\61", "\62", "\63",
-  "\64", "\65", "\66", "\67", "\68", "\69", "\70", "\71", "\72", "\73", "\74", "\75", "\76", "\77", "\78", "\79",
-  "\80", "\81", "\82", "\83", "\84", "\85", "\86", "\87", "\88", "\89", "\90", "\91", "\92", "\93", "\94", "\95",
-  "\96", "\97", "\98", "\99", "\100", "\101", "\102", "\103", "\104", "\105", "\106", "\107", "\108", "\109", "\110", "\111",
-  "\112", "\113", "\114", "\115", "\116", "\117", "\118", "\119", "\120", "\121", "\122", "\123", "\124", "\125", "\126", "\127",
-  "\128", "\129", "\130", "\131", "\132", "\133", "\134", "\135", "\136", "\137", "\138", "\139", "\140", "\141", "\142", "\143",
-  "\144", "\145", "\146", "\147", "\148", "\149", "\150", "\151", "\152", "\153", "\154", "\155", "\156", "\157", "\158", "\159",
-  "\160", "\161", "\162", "\163", "\164", "\165", "\166", "\167", "\168", "\169", "\170", "\171", "\172", "\173", "\174", "\175",
-  "\176", "\177", "\178", "\179", "\180", "\181", "\182", "\183", "\184", "\185", "\186", "\187", "\188", "\189", "\190", "\191",
-  "\192", "\193", "\194", "\195", "\196", "\197", "\198", "\199", "\200", "\201", "\202", "\203", "\204", "\205", "\206", "\207",
-  "\208", "\209", "\210", "\211", "\212", "\213", "\214", "\215", "\216", "\217", "\218", "\219", "\220", "\221", "\222", "\223",
-  "\224", "\225", "\226", "\227", "\228", "\229", "\230", "\231", "\232", "\233", "\234", "\235", "\236", "\237", "\238", "\239",
-  "\240", "\241", "\242", "\243", "\244", "\245", "\246", "\247", "\248", "\249", "\250", "\251", "\252", "\253", "\254", "\255",
-}
+-- sfSlowLib caches sfSlow's helpers for the rest of the evaluation.
+local sfSlowLib = nil
 
--- sfBytes returns the byte values of the first `limit` bytes of s. A byte is
--- recovered by binary search: with p the already decoded prefix, p .. CH[b+1]
--- <= s holds exactly when b <= s[k].
-local function sfBytes(s, limit)
-  local out = {}
-  if type(s) ~= "string" then
-    return out
-  end
+-- sfSlow returns the helpers for what Kubernetes does not write and for
+-- reading a string byte by byte: truncate (a string over 4 KiB cut to its
+-- first 256 bytes on a UTF-8 boundary), containsAny (ASCII case-insensitive
+-- search in the first `limit` bytes), parseTime (any RFC 3339 timestamp),
+-- formatTime (RFC 3339 UTC by arithmetic) and mapConditions (conditions
+-- given as a map of type -> condition). Without the string library a byte is recovered by binary
+-- search: with p the decoded prefix, p .. CH[b + 1] <= s exactly when b is at
+-- most the next byte, and CH holds the 256 one-byte strings. Kept in a long
+-- string, all of it costs an evaluation that never needs it about a tenth of
+-- what compiling it would (go test ./lua -bench Health).
+local function sfSlow()
+  if sfSlowLib == nil then
+    sfSlowLib = loadstring([==[
+local p = { "return {" }
+for b = 0, 255 do
+  p[b + 2] = "'\\" .. b .. "',"
+end
+local CH = loadstring(table.concat(p) .. "}")()
+local function floor(x)
+  return x - x % 1
+end
+local function bytes(s, limit)
+  local out, pre = {}, ""
   local n = #s
   if n > limit then
     n = limit
   end
-  local prefix = ""
   for k = 1, n do
-    local lo, hi = 0, 255
-    while lo < hi do
-      local x = lo + hi + 1
-      local mid = (x - x % 2) / 2
-      if prefix .. CH[mid + 1] <= s then
-        lo = mid
-      else
-        hi = mid - 1
+    local b = 0
+    for e = 7, 0, -1 do
+      if pre .. CH[b + 2 ^ e + 1] <= s then
+        b = b + 2 ^ e
       end
     end
-    out[k] = lo
-    prefix = prefix .. CH[lo + 1]
+    out[k], pre = b, pre .. CH[b + 1]
   end
   return out
 end
-
--- sfStartsWith reports whether string s begins with string p.
-local function sfStartsWith(s, p)
-  if type(s) ~= "string" or type(p) ~= "string" or #s < #p then
+local function lower(b)
+  for i = 1, #b do
+    if b[i] >= 65 and b[i] <= 90 then
+      b[i] = b[i] + 32
+    end
+  end
+  return b
+end
+local function containsAny(s, needles, limit)
+  if type(s) ~= "string" then
     return false
   end
-  local b = sfBytes(s, #p)
-  local parts = {}
-  for i = 1, #b do
-    parts[i] = CH[b[i] + 1]
+  local hay = lower(bytes(s, limit))
+  for _, needle in ipairs(needles) do
+    local nb = lower(bytes(needle, 256))
+    for i = 1, #hay - #nb + 1 do
+      local j = 1
+      while j <= #nb and hay[i + j - 1] == nb[j] do
+        j = j + 1
+      end
+      if #nb > 0 and j > #nb then
+        return true
+      end
+    end
   end
-  return table.concat(parts) == p
+  return false
 end
-
--- sfText converts a status field into a message string, truncating anything
--- over 4 KiB to its first 256 bytes (cut on a UTF-8 boundary). Non-scalar
--- values yield nil.
-local function sfText(v)
-  if type(v) == "number" then
-    return tostring(v)
-  end
-  if type(v) ~= "string" then
-    return nil
-  end
-  local n = #v
-  if n <= 4096 then
-    return v
-  end
-  local b = sfBytes(v, 256)
+local function truncate(v)
+  local b = bytes(v, 256)
   local k = #b
   local cut = k
   while cut > 0 and b[cut] >= 128 and b[cut] < 192 do
@@ -121,36 +114,154 @@ local function sfText(v)
   for i = 1, k do
     parts[i] = CH[b[i] + 1]
   end
-  return table.concat(parts) .. "... (truncated, " .. tostring(n) .. " bytes)"
+  return table.concat(parts) .. "... (truncated, " .. #v .. " bytes)"
+end
+local function daysFromCivil(y, m, d)
+  if m <= 2 then
+    y = y - 1
+  end
+  local era = floor(y / 400)
+  local yoe = y - era * 400
+  local mp = (m + 9) % 12
+  local doy = floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + floor(yoe / 4) - floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+local function parseTime(s)
+  if type(s) ~= "string" or #s < 20 or #s > 64 then
+    return nil
+  end
+  local b = bytes(s, 64)
+  local function num(i, j)
+    local v = 0
+    for k = i, j do
+      local c = b[k]
+      if c == nil or c < 48 or c > 57 then
+        return nil
+      end
+      v = v * 10 + (c - 48)
+    end
+    return v
+  end
+  if b[5] ~= 45 or b[8] ~= 45 or (b[11] ~= 84 and b[11] ~= 116 and b[11] ~= 32) or b[14] ~= 58 or b[17] ~= 58 then
+    return nil
+  end
+  local y, mo, d = num(1, 4), num(6, 7), num(9, 10)
+  local h, mi, se = num(12, 13), num(15, 16), num(18, 19)
+  if y == nil or mo == nil or d == nil or h == nil or mi == nil or se == nil then
+    return nil
+  end
+  if mo < 1 or mo > 12 or d < 1 or d > 31 or h > 23 or mi > 59 or se > 60 then
+    return nil
+  end
+  local i = 20
+  if b[i] == 46 then
+    i = i + 1
+    while b[i] ~= nil and b[i] >= 48 and b[i] <= 57 do
+      i = i + 1
+    end
+  end
+  local offset = 0
+  if (b[i] == 90 or b[i] == 122) and i == #b then
+    offset = 0
+  elseif (b[i] == 43 or b[i] == 45) and i + 5 == #b and b[i + 3] == 58 then
+    local oh, om = num(i + 1, i + 2), num(i + 4, i + 5)
+    if oh == nil or om == nil or oh > 23 or om > 59 then
+      return nil
+    end
+    offset = oh * 3600 + om * 60
+    if b[i] == 45 then
+      offset = -offset
+    end
+  else
+    return nil
+  end
+  return daysFromCivil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - offset
+end
+local function formatTime(t)
+  local function pad(v, w)
+    local s = tostring(v)
+    while #s < w do
+      s = "0" .. s
+    end
+    return s
+  end
+  t = floor(t)
+  local days = floor(t / 86400)
+  local secs = t - days * 86400
+  local z = days + 719468
+  local era = floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = floor((doe - floor(doe / 1460) + floor(doe / 36524) - floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + floor(yoe / 4) - floor(yoe / 100))
+  local mp = floor((5 * doy + 2) / 153)
+  local d = doy - floor((153 * mp + 2) / 5) + 1
+  local m = mp + 3
+  if mp >= 10 then
+    m = mp - 9
+  end
+  if m <= 2 then
+    y = y + 1
+  end
+  local h = floor(secs / 3600)
+  local mi = floor((secs - h * 3600) / 60)
+  local se = secs - h * 3600 - mi * 60
+  return pad(y, 4) .. "-" .. pad(m, 2) .. "-" .. pad(d, 2) .. "T" .. pad(h, 2) .. ":" .. pad(mi, 2) .. ":" .. pad(se, 2) .. "Z"
+end
+local function mapConditions(conds)
+  local out = {}
+  for k, c in pairs(conds) do
+    if type(c) == "table" then
+      if c.type == nil and type(k) == "string" then
+        local copy = { type = k }
+        for ck, cv in pairs(c) do
+          copy[ck] = cv
+        end
+        c = copy
+      end
+      out[#out + 1] = c
+    end
+  end
+  return out
+end
+return { truncate = truncate, containsAny = containsAny, parseTime = parseTime, formatTime = formatTime, mapConditions = mapConditions }
+]==])()
+  end
+  return sfSlowLib
+end
+
+-- sfText converts a status field into a message string, truncating anything
+-- over 4 KiB to its first 256 bytes (cut on a UTF-8 boundary). Non-scalar
+-- values yield nil.
+local function sfText(v)
+  if type(v) == "number" then
+    return tostring(v)
+  end
+  if type(v) ~= "string" then
+    return nil
+  end
+  if #v <= 4096 then
+    return v
+  end
+  return sfSlow().truncate(v)
 end
 
 -- sfConditions returns the condition tables of obj.status.conditions as an
 -- array, accepting a list or a map of type -> condition; anything else gives {}.
 local function sfConditions(status)
-  local out = {}
-  if type(status) ~= "table" or type(status.conditions) ~= "table" then
-    return out
+  local conds = type(status) == "table" and status.conditions
+  if type(conds) ~= "table" then
+    return {}
   end
-  local conds = status.conditions
+  local out = {}
   for _, c in ipairs(conds) do
     if type(c) == "table" then
       out[#out + 1] = c
     end
   end
-  if #out == 0 then
-    for k, c in pairs(conds) do
-      if type(c) == "table" then
-        if c.type == nil and type(k) == "string" then
-          local copy = {}
-          for ck, cv in pairs(c) do
-            copy[ck] = cv
-          end
-          copy.type = k
-          c = copy
-        end
-        out[#out + 1] = c
-      end
-    end
+  if #out == 0 and next(conds) ~= nil then
+    return sfSlow().mapConditions(conds)
   end
   return out
 end
@@ -200,7 +311,9 @@ local function health()
       ready[#ready + 1] = b[2]
     elseif st == "False" then
       local hs = { status = "Degraded" }
-      if c.severity == "Warning" or sfStartsWith(c.reason, "Pending") then
+      -- A reason starting with "Pending" sorts from "Pending" up to "Pendinh".
+      local r = c.reason
+      if c.severity == "Warning" or (type(r) == "string" and r >= "Pending" and r < "Pendinh") then
         hs.status = "Progressing"
       end
       local msg = sfText(c.message)
