@@ -167,6 +167,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// responsePrefix starts every answer; a set follows it, then ',' between sets.
+const responsePrefix = `{"output":{"parameters":[`
+
 // encodeResponse writes {"output":{"parameters":[...]}} from parameter
 // sets already encoded when the snapshot was loaded.
 func encodeResponse(sets [][]byte) []byte {
@@ -175,7 +178,7 @@ func encodeResponse(sets [][]byte) []byte {
 		n += len(s) + 1
 	}
 	b := make([]byte, 0, n)
-	b = append(b, `{"output":{"parameters":[`...)
+	b = append(b, responsePrefix...)
 	for i, s := range sets {
 		if i > 0 {
 			b = append(b, ',')

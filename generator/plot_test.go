@@ -10,13 +10,16 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
 var plot = flag.String("plot", "", "run the growth benchmarks and write their plot to this PNG (e.g. ../docs/generator-growth.png)")
 
 // TestGrowthPlot measures how answer time and snapshot load grow from 100 to 10,000
 // clusters and draws them on log-log axes: zones answer (blue), clusters answer (green),
-// snapshot load (red), encoding/json floor for the zones answer (grey). Only with -plot.
+// full snapshot load (red), the load of a commit changing one cluster record after the
+// previous one (orange), encoding/json floor for the zones answer (grey). Only with -plot.
 func TestGrowthPlot(t *testing.T) {
 	if *plot == "" {
 		t.Skip("run with -plot FILE")
@@ -33,6 +36,23 @@ func TestGrowthPlot(t *testing.T) {
 			return func(b *testing.B) {
 				for i := 0; i < b.N; i++ {
 					mustSnapshot(b, fsys, "bench")
+				}
+			}
+		}},
+		{"1 changed", color.RGBA{230, 140, 20, 255}, func(n int) func(*testing.B) {
+			base := synthFiles(n)
+			one := copyFiles(base)
+			p := fmt.Sprintf("clusters/c%05d/cluster.yaml", n/2)
+			one[p] = append(append([]byte(nil), one[p]...), "  # one record changed\n"...)
+			commits := []func() *repo.MemFS{blobFS(base), blobFS(one)}
+			return func(b *testing.B) {
+				l := NewLoader(testSource)
+				if _, errs := l.Load(commits[0](), "c0"); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					l.Load(commits[(i+1)%2](), "c")
 				}
 			}
 		}},
@@ -95,7 +115,7 @@ func TestGrowthPlot(t *testing.T) {
 				}
 			}
 		}
-		lx, ly := left+20+si*130, top+8
+		lx, ly := left+20+si*115, top+8
 		for dx := 0; dx < 10; dx++ {
 			for dy := 0; dy < 10; dy++ {
 				img.Set(lx+dx, ly+dy, s.col)
@@ -176,6 +196,7 @@ var glyphs = map[rune][5]string{
 	'F': {"###", "#..", "##.", "#..", "#.."}, 'M': {"#.#", "###", "###", "#.#", "#.#"},
 	'P': {"###", "#.#", "###", "#..", "#.."}, 'G': {"###", "#..", "#.#", "#.#", "###"},
 	'J': {"..#", "..#", "..#", "#.#", "###"}, 'W': {"#.#", "#.#", "###", "###", "#.#"},
+	'H': {"#.#", "#.#", "###", "#.#", "#.#"}, 'I': {"###", ".#.", ".#.", ".#.", "###"},
 }
 
 // drawText draws s at twice the glyph size.

@@ -74,11 +74,12 @@ type Server struct {
 	token tokenFile
 	log   *slog.Logger
 
-	// placed is the latest Placement; placeMu lets one request compute the
-	// next while the others wait for it.
-	placed  atomic.Pointer[Placement]
-	placeMu sync.Mutex
-	last    map[string]Outcome // zone -> outcome last logged (under placeMu)
+	// placed is the latest Placement; placing the one being computed.
+	placed   atomic.Pointer[Placement]
+	placeMu  sync.Mutex
+	placing  *placing
+	recordMu sync.Mutex
+	last     map[string]Outcome // zone -> outcome last logged (under recordMu)
 }
 
 // CommitHeader names the commit an answer was made from (Argo CD ignores it).
@@ -364,27 +365,41 @@ func (s *Server) answerable(ctx context.Context, kind string) (*Snapshot, error)
 }
 
 // placement is the Placement of snap under the hub's current state: the
-// latest one while neither changed, else computed once for every waiting
-// request.
+// latest one while neither changed. Otherwise a request joins the
+// computation in flight for snap, or starts one: on a hub that changes all
+// the time, requests never queue behind more than one computation, and an
+// answer reflects the hub as of at most one computation before it (the
+// informers lag the API server by as much).
 func (s *Server) placement(snap *Snapshot) *Placement {
-	fresh := func() *Placement {
-		if p := s.placed.Load(); p != nil && p.Snapshot == snap && p.HubVersion == s.hub.Version() {
-			return p
-		}
-		return nil
-	}
-	if p := fresh(); p != nil {
+	if p := s.placed.Load(); p != nil && p.Snapshot == snap && p.HubVersion == s.hub.Version() {
 		return p
 	}
 	s.placeMu.Lock()
-	defer s.placeMu.Unlock()
-	if p := fresh(); p != nil {
-		return p
+	if c := s.placing; c != nil && c.snap == snap {
+		s.placeMu.Unlock()
+		<-c.done
+		return c.p
 	}
-	p := Place(snap, s.hub)
-	s.placed.Store(p)
-	s.record(p.Decisions(Filter{}, false))
-	return p
+	c := &placing{snap: snap, done: make(chan struct{})}
+	s.placing = c
+	s.placeMu.Unlock()
+	c.p = Place(snap, s.hub)
+	s.placed.Store(c.p)
+	s.record(c.p.Decisions(Filter{}, false))
+	s.placeMu.Lock()
+	if s.placing == c {
+		s.placing = nil
+	}
+	s.placeMu.Unlock()
+	close(c.done)
+	return c.p
+}
+
+// placing is a Placement being computed.
+type placing struct {
+	snap *Snapshot
+	done chan struct{}
+	p    *Placement
 }
 
 func (s *Server) getParams(c echo.Context) error {
@@ -461,8 +476,10 @@ func (s *Server) placements(c echo.Context) error {
 }
 
 // record sets the decision gauges from every zone's decision and logs
-// each that changed since it was last logged. The caller holds placeMu.
+// each that changed since it was last logged.
 func (s *Server) record(ds []Decision) {
+	s.recordMu.Lock()
+	defer s.recordMu.Unlock()
 	s.m.observeDecisions(ds)
 	prev := s.last
 	// A new map also forgets zones git removed.

@@ -171,7 +171,6 @@ func (l *Loader) snapshot(r *repo.Repo, commit string) (*Snapshot, record.Errors
 				return nil, record.Errors{{File: e.File, Msg: fmt.Sprintf("encoding generator parameters: %v", err)}}
 			}
 		}
-		sets[e.Cluster] = b
 		s.clusterSets = append(s.clusterSets, b)
 		s.clusters[e.Cluster.Metadata.Name] = clusterFacts{inCluster: e.Cluster.Spec.Connection.InCluster}
 	}
@@ -204,7 +203,15 @@ func (l *Loader) snapshot(r *repo.Repo, commit string) (*Snapshot, record.Errors
 		zones[p.Product] = zs
 		s.zones = append(s.zones, zs...)
 	}
+	// Each set is kept once: as its slice of the answer.
 	s.clustersAnswer = encodeResponse(s.clusterSets)
+	off := len(responsePrefix)
+	for i, e := range clusters {
+		n := len(s.clusterSets[i])
+		s.clusterSets[i] = s.clustersAnswer[off : off+n : off+n]
+		sets[e.Cluster] = s.clusterSets[i]
+		off += n + 1
+	}
 	l.sets, l.zones = sets, zones
 	return s, nil
 }
