@@ -478,7 +478,9 @@ func (h *Hub) start(ctx context.Context) error {
 		"--address", "127.0.0.1", "--port", fmt.Sprint(repoPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(repoMetrics),
 		"--disable-tls", "--redis", h.RedisAddr, "--loglevel", "debug",
-	}, env: common})
+		// As the README tells users (reposerver.plugin.tar.exclusions): the CMP gets the
+		// repository without its git objects.
+	}, env: append(common, "ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS=.git/*")})
 	if err != nil {
 		return err
 	}
