@@ -4,7 +4,8 @@
 # scripts beside Argo CD's built-in checks). Results: docs/benchmarks.md.
 # Usage: test/bench/bench.sh [ROUNDS]   (default 30; SPOKEFORGE_BENCH_GO=0 skips the Go benchmarks,
 #   SPOKEFORGE_BENCH_GENERATOR=1 adds the generator's;
-#   SPOKEFORGE_BENCH_BASELINE=REV also times spokeforge built from git revision REV, e.g. main)
+#   SPOKEFORGE_BENCH_BASELINE=REV also times spokeforge built from git revision REV, e.g. main,
+#   SPOKEFORGE_BENCH_BASELINE_TAGS=cmponly builds it as the CMP sidecar's build)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -31,7 +32,7 @@ if [ -n "${SPOKEFORGE_BENCH_BASELINE:-}" ]; then
   say "building the baseline spokeforge from ${SPOKEFORGE_BENCH_BASELINE}"
   rm -rf "$work/baseline-src" && mkdir -p "$work/baseline-src"
   git archive "$SPOKEFORGE_BENCH_BASELINE" | tar -x -C "$work/baseline-src"
-  (cd "$work/baseline-src" && go build -trimpath -ldflags "-s -w" -o "$work/spokeforge-baseline" .)
+  (cd "$work/baseline-src" && go build -tags "${SPOKEFORGE_BENCH_BASELINE_TAGS:-}" -trimpath -ldflags "-s -w" -o "$work/spokeforge-baseline" .)
   baseline=(-baseline "$work/spokeforge-baseline")
 fi
 

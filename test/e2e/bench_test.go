@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,6 +20,8 @@ import (
 
 	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
 	"github.com/argoproj/argo-cd/v2/reposerver/apiclient"
+	"github.com/argoproj/argo-cd/v2/util/io/files"
+	"github.com/argoproj/argo-cd/v2/util/tgzstream"
 )
 
 // TestBenchRepoServer times the real argocd-repo-server generating the example GPU spoke's
@@ -223,14 +228,32 @@ func TestBenchRepoServer(t *testing.T) {
 	t.Logf("every source generates the same %d objects", len(wantSet))
 
 	times := map[string][]time.Duration{}
+	// Where a CMP call's time goes, from the servers' own logs of each call: the repo-server's
+	// and the cmp-server's gRPC times and the cmp-server's timing of the command.
+	parts := map[string]map[string][]time.Duration{}
+	repoLog, cmpLog := newLogTail(h.LogDir, "argocd-repo-server"), newLogTail(h.LogDir, "argocd-cmp-server")
 	for r := 0; r < rounds; r++ {
 		for i := range sources {
 			s := sources[(i+r)%len(sources)]
+			repoLog.skip(t)
+			cmpLog.skip(t)
 			_, d, err := generate(s, true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			times[s.name] = append(times[s.name], d)
+			if s.bin == "" {
+				continue
+			}
+			if parts[s.name] == nil {
+				parts[s.name] = map[string][]time.Duration{}
+			}
+			rl, cl := repoLog.read(t), cmpLog.read(t)
+			for name, v := range map[string]time.Duration{
+				"repo-server": grpcTime(t, rl), "cmp-server": grpcTime(t, cl), "command": commandTime(t, cl),
+			} {
+				parts[s.name][name] = append(parts[s.name][name], v)
+			}
 		}
 	}
 	// One cached call each: what a refresh costs when the revision did not change.
@@ -255,6 +278,23 @@ func TestBenchRepoServer(t *testing.T) {
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f–%.1f | %.1f–%.1f | %.2f× | %.1f |\n", s.name, quantileMs(ts, .5), quantileMs(ts, .1), quantileMs(ts, .9),
 			quantileMs(ts, 0), quantileMs(ts, 1), quantileMs(ts, .5)/base, float64(cached[s.name])/float64(time.Millisecond))
 	}
+	b.WriteString("\nWhere a CMP call's time goes (medians, ms): the call as the client sees it; the repo-server's\n" +
+		"GenerateManifest; in it the cmp-server's stream (the repository tarred and gzipped by the repo-server,\n" +
+		"streamed, unpacked, the command run, the manifests sent back); in that the command (spokeforge render,\n" +
+		"process start to exit, timed by the cmp-server)\n\n")
+	b.WriteString("| source | call | repo-server | cmp-server stream | command | repo-server outside the stream | stream outside the command |\n|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range sources {
+		p := parts[s.name]
+		if p == nil {
+			continue
+		}
+		med := func(ds []time.Duration) float64 { return quantileMs(ds, .5) }
+		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", s.name, med(times[s.name]), med(p["repo-server"]), med(p["cmp-server"]),
+			med(p["command"]), med(p["repo-server"])-med(p["cmp-server"]), med(p["cmp-server"])-med(p["command"]))
+	}
+	tarMs, untarMs, size := tarCost(t, files, 20)
+	fmt.Fprintf(&b, "\nArgo CD's tarball of this repository without .git (%d files, %.1f KB gzipped), in process with its own\n"+
+		"util/tgzstream and util/io/files, median of 20: tar+gzip %.2f ms, untar %.2f ms\n", len(files), float64(size)/1024, tarMs, untarMs)
 	t.Log("\n" + b.String())
 	if out := os.Getenv("SPOKEFORGE_E2E_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
@@ -290,4 +330,101 @@ func quantileMs(ds []time.Duration, q float64) float64 {
 	}
 	v := float64(s[lo]) + (float64(s[hi])-float64(s[lo]))*(pos-float64(lo))
 	return v / float64(time.Millisecond)
+}
+
+// logTail reads what a hub process logged since the last skip.
+type logTail struct {
+	path string
+	off  int64
+}
+
+func newLogTail(dir, name string) *logTail { return &logTail{path: filepath.Join(dir, name+".log")} }
+
+func (l *logTail) skip(t *testing.T) {
+	fi, err := os.Stat(l.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.off = fi.Size()
+}
+
+func (l *logTail) read(t *testing.T) string {
+	f, err := os.Open(l.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.NewSectionReader(f, l.off, math.MaxInt64-l.off))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var (
+	grpcTimeRE    = regexp.MustCompile(`grpc\.method=GenerateManifest\b.*grpc\.time_ms=([0-9.]+)`)
+	commandTimeRE = regexp.MustCompile(`duration=([0-9.]+[a-zµ]+)`)
+)
+
+// grpcTime is the server-side time of the GenerateManifest call logged in log.
+func grpcTime(t *testing.T, log string) time.Duration {
+	m := grpcTimeRE.FindAllStringSubmatch(log, -1)
+	if len(m) != 1 {
+		t.Fatalf("want one finished GenerateManifest call in the log, got %d:\n%s", len(m), log)
+	}
+	ms, err := strconv.ParseFloat(m[0][1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// commandTime is the plugin command's run time the cmp-server logged.
+func commandTime(t *testing.T, log string) time.Duration {
+	m := commandTimeRE.FindAllStringSubmatch(log, -1)
+	if len(m) != 1 {
+		t.Fatalf("want one command duration in the cmp-server log, got %d:\n%s", len(m), log)
+	}
+	d, err := time.ParseDuration(m[0][1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// tarCost times Argo CD's own tar+gzip of the repository files (what the repo-server sends
+// the CMP, .git excluded) and its untar, in process: medians over n runs, and the size.
+func tarCost(t *testing.T, repoFiles map[string]string, n int) (tarMs, untarMs float64, size int64) {
+	src := t.TempDir()
+	for name, content := range repoFiles {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tars, untars []time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		f, _, _, err := tgzstream.CompressFiles(src, nil, []string{".git/*"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tars = append(tars, time.Since(start))
+		fi, err := f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		size = fi.Size()
+		dest := t.TempDir()
+		start = time.Now()
+		if err := files.Untgz(dest, f, math.MaxInt64, false); err != nil {
+			t.Fatal(err)
+		}
+		untars = append(untars, time.Since(start))
+		tgzstream.CloseAndDelete(f)
+	}
+	return quantileMs(tars, .5), quantileMs(untars, .5), size
 }

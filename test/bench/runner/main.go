@@ -96,12 +96,14 @@ func main() {
 	if *cmpOnly != "" {
 		cs = append(cs,
 			Contender{Name: "spokeforge render, cmponly build", Args: []string{*cmpOnly, "render", *spokeDir}, Golden: golden, Note: "the same code built with -tags cmponly: no agent, check, credentials"},
-			Contender{Name: "spokeforge version, cmponly build", Args: []string{*cmpOnly, "version"}, Note: "start-up of the cmponly build"})
+			Contender{Name: "spokeforge version, cmponly build", Args: []string{*cmpOnly, "version"}, Note: "start-up of the cmponly build"},
+			Contender{Name: "spokeforge render, no overlay, cmponly build", Args: []string{*cmpOnly, "render", "examples/gitops/clusters/gpu-west-2"}, Golden: "examples/gitops/rendered/gpu-west-2.spoke.yaml", Note: "gpu-west-2 with the cmponly build (issue 16: at most 4× the floor)"})
 	}
 	if *baseline != "" {
 		cs = append(cs,
 			Contender{Name: "baseline: spokeforge render", Args: []string{*baseline, "render", *spokeDir}, Golden: golden, Note: "the -baseline binary"},
-			Contender{Name: "baseline: spokeforge version", Args: []string{*baseline, "version"}, Note: "the -baseline binary"})
+			Contender{Name: "baseline: spokeforge version", Args: []string{*baseline, "version"}, Note: "the -baseline binary"},
+			Contender{Name: "baseline: spokeforge render, no overlay", Args: []string{*baseline, "render", "examples/gitops/clusters/gpu-west-2"}, Golden: "examples/gitops/rendered/gpu-west-2.spoke.yaml", Note: "the -baseline binary on gpu-west-2"})
 	}
 	if err := check(cs); err != nil {
 		fmt.Fprintln(os.Stderr, "runner: check failed:", err)
