@@ -167,8 +167,15 @@ func RenderComponent(scripts []Script) (map[string][]byte, error) {
 # need string or math).
 apiVersion: kustomize.config.k8s.io/v1alpha1
 kind: Component
+# A target, not the patch's own name and namespace, picks argocd-cm: an overlay that sets
+# namespace: argocd over the release's install.yaml (resources without a namespace until the
+# overlay's namespace transformer runs, after Components) still matches.
 patches:
-- path: ` + PatchFile + "\n")
+- path: ` + PatchFile + `
+  target:
+    kind: ConfigMap
+    name: argocd-cm
+`)
 	return map[string][]byte{PatchFile: p.Bytes(), KustomizationFile: k.Bytes()}, nil
 }
 
