@@ -1,0 +1,163 @@
+package conformance
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+)
+
+// moduleDir is the module cache folder of an Argo CD release (go mod download).
+func moduleDir(t *testing.T, modVersion string) string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
+	cmd.Dir = os.TempDir() // outside any module: no go.mod or go.sum is touched
+	out, err := cmd.Output()
+	var info struct{ Dir string }
+	if err != nil || json.Unmarshal(out, &info) != nil || info.Dir == "" {
+		t.Fatalf("go mod download %s: %v", modVersion, err)
+	}
+	return info.Dir
+}
+
+// TestInstallOnReleaseManifests builds README's install overlay — the release's
+// manifests/install.yaml with spokeforge's CMP sidecar, argocd-cm and UI extension Components — for each
+// supported Argo CD release, and checks that the sidecar finds what it relies on in that
+// release's argocd-repo-server (the volumes var-files and plugins, the copyutil init container
+// that puts argocd-cmp-server into var-files) and that the health checks join the release's own
+// argocd-cm defaults (v3 ships ignoreResourceUpdates and exclusions there) instead of replacing
+// them.
+func TestInstallOnReleaseManifests(t *testing.T) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, release := range []string{"github.com/argoproj/argo-cd/v2@v2.14.21", "github.com/argoproj/argo-cd/v3@v3.2.12"} {
+		t.Run(release, func(t *testing.T) {
+			install := filepath.Join(moduleDir(t, release), "manifests", "install.yaml")
+			dir := t.TempDir()
+			b, err := os.ReadFile(install)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "install.yaml"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var components []string
+			for _, c := range []string{"cmp", "argocd-cm", "ui-extension"} {
+				rel, err := filepath.Rel(dir, filepath.Join(root, "manifests", c)) // kustomize takes relative paths only
+				if err != nil {
+					t.Fatal(err)
+				}
+				components = append(components, rel)
+			}
+			kust := "namespace: argocd\nresources: [install.yaml]\ncomponents: [" + strings.Join(components, ", ") + "]\n"
+			if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kust), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			opts := krusty.MakeDefaultOptions()
+			opts.LoadRestrictions = 0 // the install and the Components live outside the overlay
+			m, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), dir)
+			if err != nil {
+				t.Fatalf("kustomize build of the install overlay: %v", err)
+			}
+			var repo, cm map[string]any
+			for _, r := range m.Resources() {
+				obj, err := r.Map()
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch r.GetKind() + "/" + r.GetName() {
+				case "Deployment/argocd-repo-server":
+					repo = obj
+				case "ConfigMap/argocd-cm":
+					cm = obj
+				}
+			}
+			if repo == nil || cm == nil {
+				t.Fatal("the install has no argocd-repo-server Deployment or argocd-cm")
+			}
+			var dep struct {
+				Spec struct {
+					Template struct {
+						Spec struct {
+							InitContainers []struct {
+								Name         string
+								Command      []string
+								VolumeMounts []struct{ Name, MountPath string } `json:"volumeMounts"`
+							} `json:"initContainers"`
+							Containers []struct {
+								Name         string
+								Command      []string
+								VolumeMounts []struct{ Name, MountPath string } `json:"volumeMounts"`
+							}
+							Volumes []struct{ Name string }
+						}
+					}
+				}
+			}
+			b, _ = json.Marshal(repo)
+			if err := json.Unmarshal(b, &dep); err != nil {
+				t.Fatal(err)
+			}
+			pod := dep.Spec.Template.Spec
+			volumes := map[string]bool{}
+			for _, v := range pod.Volumes {
+				volumes[v.Name] = true
+			}
+			var sidecar bool
+			for _, c := range pod.Containers {
+				if c.Name != "spokeforge" {
+					continue
+				}
+				sidecar = true
+				for _, vm := range c.VolumeMounts {
+					if !volumes[vm.Name] {
+						t.Errorf("the sidecar mounts %s, which the %s repo-server does not have", vm.Name, release)
+					}
+				}
+				if len(c.Command) == 0 || c.Command[0] != "/var/run/argocd/argocd-cmp-server" {
+					t.Errorf("sidecar command %v", c.Command)
+				}
+			}
+			if !sidecar {
+				t.Error("no spokeforge sidecar in argocd-repo-server")
+			}
+			var copies bool
+			for _, ic := range pod.InitContainers {
+				for _, vm := range ic.VolumeMounts {
+					if vm.Name == "var-files" && vm.MountPath == "/var/run/argocd" && strings.Contains(strings.Join(ic.Command, " "), "/var/run/argocd/argocd-cmp-server") {
+						copies = true
+					}
+				}
+			}
+			if !copies {
+				t.Errorf("no init container of the %s repo-server puts argocd-cmp-server into var-files", release)
+			}
+			data, _ := cm["data"].(map[string]any)
+			if _, ok := data["resource.customizations.health.spokeforge.io_Onboarding"]; !ok {
+				t.Error("argocd-cm lacks spokeforge's Onboarding health check")
+			}
+			shipped, err := os.ReadFile(filepath.Join(filepath.Dir(filepath.Dir(install)), "manifests", "base", "config", "argocd-cm.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var base struct{ Data map[string]string }
+			if err := yaml.Unmarshal(shipped, &base); err != nil {
+				t.Fatal(err)
+			}
+			for k := range base.Data {
+				if _, ok := data[k]; !ok {
+					t.Errorf("argocd-cm lost the release's default %s", k)
+				}
+			}
+			t.Logf("%s: argocd-cm has %d keys of the release and %d in all", release, len(base.Data), len(data))
+		})
+	}
+}
