@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -62,10 +63,17 @@ var encRE = regexp.MustCompile(`^ENC\[AES256_GCM,data:[A-Za-z0-9+/=]*,iv:[A-Za-z
 // encCommentRE is an encrypted comment (SOPS encrypts comments too).
 var encCommentRE = regexp.MustCompile(`^#\s*ENC\[AES256_GCM,data:[A-Za-z0-9+/=]*,iv:[A-Za-z0-9+/=]+,tag:[A-Za-z0-9+/=]+,type:comment\]$`)
 
+// Compiled on first use: their counted repetitions expand to hundreds of
+// copies of a class, 2–5 ms at init (GODEBUG=inittrace=1) that every
+// process linking this package, the CMP's render included, would pay.
 var (
-	ageRecipientRE = regexp.MustCompile(`^age1[02-9ac-hj-np-z]{58}$`)
-	kmsArnRE       = regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:kms:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}:\d{12}:(key/[0-9a-f-]{36}|alias/[A-Za-z0-9/_-]{1,250})$`)
-	roleArnRE      = regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$`)
+	ageRecipientRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^age1[02-9ac-hj-np-z]{58}$`) })
+	kmsArnRE       = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:kms:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}:\d{12}:(key/[0-9a-f-]{36}|alias/[A-Za-z0-9/_-]{1,250})$`)
+	})
+	roleArnRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$`)
+	})
 )
 
 // metadataFields are the fields of the sops metadata this package accepts;
@@ -306,7 +314,7 @@ func (p *parser) recipients(kind, path string, v *yaml.Node) {
 				}
 			}
 			r := str("recipient")
-			if !ageRecipientRE.MatchString(r) {
+			if !ageRecipientRE().MatchString(r) {
 				p.fail(e.Line, ep+".recipient", "is not an age X25519 public key (age1...)")
 				continue
 			}
@@ -325,11 +333,11 @@ func (p *parser) recipients(kind, path string, v *yaml.Node) {
 				}
 			}
 			arn := str("arn")
-			if !kmsArnRE.MatchString(arn) {
+			if !kmsArnRE().MatchString(arn) {
 				p.fail(e.Line, ep+".arn", "is not an AWS KMS key or alias ARN")
 				continue
 			}
-			if role := str("role"); role != "" && !roleArnRE.MatchString(role) {
+			if role := str("role"); role != "" && !roleArnRE().MatchString(role) {
 				p.fail(e.Line, ep+".role", "is not an IAM role ARN")
 				continue
 			}
