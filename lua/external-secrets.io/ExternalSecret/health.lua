@@ -29,8 +29,8 @@ local sfSlowLib = nil
 
 -- sfSlow returns the helpers for what Kubernetes does not write and for
 -- reading a string byte by byte: truncate (a string over 4 KiB cut to its
--- first 256 bytes on a UTF-8 boundary), containsAny (ASCII case-insensitive
--- search in the first `limit` bytes), parseTime (any RFC 3339 timestamp),
+-- first 256 bytes on a UTF-8 boundary), containsAny (whether the first
+-- `limit` bytes, ASCII-lowercased, contain a lowercase needle), parseTime (any RFC 3339 timestamp),
 -- formatTime (RFC 3339 UTC by arithmetic) and mapConditions (conditions
 -- given as a map of type -> condition). Without the string library a byte is recovered by binary
 -- search: with p the decoded prefix, p .. CH[b + 1] <= s exactly when b is at
@@ -65,27 +65,22 @@ local function bytes(s, limit)
   end
   return out
 end
-local function lower(b)
-  for i = 1, #b do
-    if b[i] >= 65 and b[i] <= 90 then
-      b[i] = b[i] + 32
-    end
-  end
-  return b
-end
 local function containsAny(s, needles, limit)
   if type(s) ~= "string" then
     return false
   end
-  local hay = lower(bytes(s, limit))
+  local b = bytes(s, limit)
+  local low = { [0] = "" }
+  for i = 1, #b do
+    local c = b[i]
+    if c >= 65 and c <= 90 then
+      c = c + 32
+    end
+    low[i] = low[i - 1] .. CH[c + 1]
+  end
   for _, needle in ipairs(needles) do
-    local nb = lower(bytes(needle, 256))
-    for i = 1, #hay - #nb + 1 do
-      local j = 1
-      while j <= #nb and hay[i + j - 1] == nb[j] do
-        j = j + 1
-      end
-      if #nb > 0 and j > #nb then
+    for i = 0, #b - #needle do
+      if #needle > 0 and low[i + #needle] == low[i] .. needle then
         return true
       end
     end
@@ -312,7 +307,8 @@ end
 -- END sfcore
 
 local GRACE_SECONDS = 600
-local MISSING = { "does not exist", "ResourceNotFoundException", "can't find the specified secret", "not found" }
+-- In lower case: the message is searched with its ASCII letters lowercased.
+local MISSING = { "does not exist", "resourcenotfoundexception", "can't find the specified secret", "not found" }
 
 local function health()
   for _, c in ipairs(sfConditions(obj.status)) do
