@@ -363,7 +363,7 @@ func (l *logTail) read(t *testing.T) string {
 
 var (
 	grpcTimeRE    = regexp.MustCompile(`grpc\.method=GenerateManifest\b.*grpc\.time_ms=([0-9.]+)`)
-	commandTimeRE = regexp.MustCompile(`duration=([0-9.]+[a-zµ]+)`)
+	commandTimeRE = regexp.MustCompile(`(?m)\sduration=([0-9.]+[a-zµ]+)(?:\s|$)`) // a field, not the command's output logged in msg
 )
 
 // grpcTime is the server-side time of the GenerateManifest call logged in log.
