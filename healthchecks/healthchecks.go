@@ -45,8 +45,11 @@ type Result struct {
 	Evidence []Evidence `json:"evidence"`
 	// Unreachable: the result is Pending only because a dependency did not
 	// answer (timeout, throttling, 5xx), not because of what it said.
-	Unreachable bool          `json:"unreachable,omitempty"`
-	Duration    time.Duration `json:"-"`
+	Unreachable bool `json:"unreachable,omitempty"`
+	// NextRetry is when a dependency of the boundary retries by itself after backing off
+	// (cert-manager's issuance backoff), the earliest of several; zero when none is scheduled.
+	NextRetry time.Time     `json:"nextRetryTime,omitzero"`
+	Duration  time.Duration `json:"-"`
 }
 
 // Report is one run over every boundary.
@@ -243,6 +246,13 @@ func (b *builder) finding(state State, check, reason, summary, message string) {
 	if rank(state) > rank(b.worst) {
 		b.worst = state
 		b.res.Reason, b.res.Summary, b.res.Message = reason, summary, message
+	}
+}
+
+// retryAt records when a backed-off dependency retries by itself, keeping the earliest.
+func (b *builder) retryAt(t time.Time) {
+	if b.res.NextRetry.IsZero() || t.Before(b.res.NextRetry) {
+		b.res.NextRetry = t
 	}
 }
 

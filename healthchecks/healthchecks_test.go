@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"math/big"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
@@ -505,5 +507,109 @@ func TestStorageProbe(t *testing.T) {
 	}
 	if _, err := w.cfg.Kube.CoreV1().PersistentVolumeClaims("spokeforge-system").Get(context.Background(), ProbeClaim, metav1.GetOptions{}); err == nil {
 		t.Fatal("probe claim left behind")
+	}
+}
+
+// TestCertificateNextRetry: a Certificate stuck on a failed request carries cert-manager's next
+// retry (1h·2^(attempts-1) from lastFailureTime, at most 32h), the earliest of several, and the
+// status writes it as nextRetryTime.
+func TestCertificateNextRetry(t *testing.T) {
+	stale := func(w *world, ns, name string, attempts int64, lastFailure string) {
+		st := map[string]any{"conditions": []any{cond("Ready", "False", "Failed", "issuance failed")}, "failedIssuanceAttempts": attempts}
+		if lastFailure != "" {
+			st["lastFailureTime"] = lastFailure
+		}
+		w.dyn["Certificate/"+ns+"/"+name].Object["status"] = st
+		w.dyn["CertificateRequest/"+ns+"/"+name+"-1"] = obj("cert-manager.io/v1", "CertificateRequest", ns, name+"-1",
+			map[string]any{"conditions": []any{cond("Denied", "True", "policy.cert-manager.io", "no policy approved this request")}},
+			map[string]string{"cert-manager.io/certificate-name": name})
+	}
+	cases := []struct {
+		name    string
+		breakIt func(w *world)
+		want    string // nextRetryTime; "" = unset
+	}{
+		{"first failure: one hour", func(w *world) { stale(w, "inference", "serving", 1, "2026-12-01T10:00:00Z") }, "2026-12-01T11:00:00Z"},
+		{"third failure: four hours", func(w *world) { stale(w, "inference", "serving", 3, "2026-12-01T10:00:00Z") }, "2026-12-01T14:00:00Z"},
+		{"capped at 32 hours", func(w *world) { stale(w, "inference", "serving", 9, "2026-12-01T10:00:00Z") }, "2026-12-02T18:00:00Z"},
+		{"no lastFailureTime: unknown", func(w *world) { stale(w, "inference", "serving", 2, "") }, ""},
+		{"two stuck: the earliest", func(w *world) {
+			stale(w, "inference", "serving", 2, "2026-12-01T10:00:00Z")
+			stale(w, "spokeforge-system", "workload-identity", 1, "2026-12-01T10:30:00Z")
+		}, "2026-12-01T11:30:00Z"},
+		{"not stuck: unset", func(w *world) {
+			w.dyn["Certificate/inference/serving"].Object["status"] = ready(map[string]any{"notAfter": now.Add(48 * time.Hour).Format(time.RFC3339)})
+		}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			tc.breakIt(w)
+			rep := w.run(t)
+			st := Status(rep, nil, 1)
+			if len(st.Boundaries) != len(v1alpha1.Boundaries) || st.Boundaries[2].Name != "Certificates" {
+				t.Fatalf("boundaries = %+v", st.Boundaries)
+			}
+			if got := st.Boundaries[2].NextRetryTime; got != tc.want {
+				t.Fatalf("nextRetryTime = %q, want %q (message %q)", got, tc.want, rep.Results[2].Message)
+			}
+			if tc.want != "" && !strings.Contains(rep.Results[2].Message, "retries at ") {
+				t.Fatalf("the condition message lost its retry time: %q", rep.Results[2].Message)
+			}
+		})
+	}
+}
+
+// TestBoundaryStatus: evidence is bounded in count (the worst kept, in their order) and in
+// length (cut on a character boundary), and a boundary without observations has no evidence.
+func TestBoundaryStatus(t *testing.T) {
+	many := func(n int, failedAt ...int) []Evidence {
+		var out []Evidence
+		for i := range n {
+			out = append(out, Evidence{Check: fmt.Sprintf("sqs:GetQueueUrl q%02d", i), State: Passed, Detail: "ok"})
+		}
+		for _, i := range failedAt {
+			out[i].State = Failed
+		}
+		return out
+	}
+	long := strings.Repeat("é", 400) // 800 bytes
+	cases := []struct {
+		name      string
+		evidence  []Evidence
+		wantItems int
+		omitted   int32
+		check     func(t *testing.T, bs v1alpha1.BoundaryStatus)
+	}{
+		{"none", nil, 0, 0, nil},
+		{"under the bound: all, as made", many(3, 1), 3, 0, func(t *testing.T, bs v1alpha1.BoundaryStatus) {
+			if bs.Evidence[1].Result != "Failed" || bs.Evidence[0].Check != "sqs:GetQueueUrl q00" {
+				t.Errorf("evidence = %+v", bs.Evidence)
+			}
+		}},
+		{"over the bound: failures kept, in order", many(20, 19, 17), 16, 4, func(t *testing.T, bs v1alpha1.BoundaryStatus) {
+			last, before := bs.Evidence[15], bs.Evidence[14]
+			if last.Check != "sqs:GetQueueUrl q19" || last.Result != "Failed" || before.Check != "sqs:GetQueueUrl q17" {
+				t.Errorf("the failures were not kept in order: %+v", bs.Evidence)
+			}
+		}},
+		{"long strings cut on a character", []Evidence{{Check: long, State: Pending, Detail: long}}, 1, 0, func(t *testing.T, bs v1alpha1.BoundaryStatus) {
+			e := bs.Evidence[0]
+			if len(e.Check) > v1alpha1.MaxEvidenceCheck || len(e.Detail) > v1alpha1.MaxEvidenceDetail ||
+				!strings.HasSuffix(e.Detail, "é...") || !utf8.ValidString(e.Check) || !utf8.ValidString(e.Detail) {
+				t.Errorf("check %d bytes, detail %d bytes %q", len(e.Check), len(e.Detail), e.Detail)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bs := Result{Boundary: "Queues", State: Passed, Evidence: tc.evidence}.BoundaryStatus()
+			if bs.Name != "Queues" || len(bs.Evidence) != tc.wantItems || bs.EvidenceOmitted != tc.omitted || bs.NextRetryTime != "" {
+				t.Fatalf("boundary status = %+v", bs)
+			}
+			if tc.check != nil {
+				tc.check(t, bs)
+			}
+		})
 	}
 }

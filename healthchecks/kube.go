@@ -249,7 +249,9 @@ func (r *run) failedCertificate(ctx context.Context, b *builder, cert *unstructu
 			next := "when its backoff ends"
 			if last, err := time.Parse(time.RFC3339, nestedString(cert, "status", "lastFailureTime")); err == nil && attempts > 0 {
 				backoff := time.Hour << min(attempts-1, 5)
-				next = "at " + last.Add(min(backoff, 32*time.Hour)).UTC().Format(time.RFC3339)
+				at := last.Add(min(backoff, 32*time.Hour)).UTC()
+				next = "at " + at.Format(time.RFC3339)
+				b.retryAt(at)
 			}
 			b.finding(Failed, check, "StaleCertificateRequest",
 				"the certificate "+ref.String()+" is stuck on the failed request "+latest.GetName(),

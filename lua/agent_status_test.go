@@ -30,7 +30,10 @@ func TestAgentStatusThroughOnboardingScript(t *testing.T) {
 		{"all pass", pass("Queues"), 2, "Healthy",
 			"all onboarding contracts hold: identity, secrets, certificates, registry, queues, storage and workload"},
 		{"queue missing", healthchecks.Result{Boundary: "Queues", State: healthchecks.Failed, Reason: "QueueMissing",
-			Message: "queue eue1-jobs does not exist", Summary: "the queue eue1-jobs has not been provisioned"}, 2, "Degraded",
+			Message: "queue eue1-jobs does not exist", Summary: "the queue eue1-jobs has not been provisioned",
+			// Evidence and NextRetry become status.boundaries, which the script does not read: same health.
+			Evidence:  []healthchecks.Evidence{{Check: "sqs:GetQueueUrl eue1-jobs", State: healthchecks.Failed, Detail: "queue eue1-jobs does not exist"}},
+			NextRetry: time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)}, 2, "Degraded",
 			"queues: queue eue1-jobs does not exist (identity, secrets, certificates, registry ready)"},
 		{"queue throttled", healthchecks.Result{Boundary: "Queues", State: healthchecks.Pending, Reason: "PendingQueueUnreadable",
 			Message: "GetQueueUrl eue1-jobs: ThrottlingException", Unreachable: true}, 2, "Progressing",

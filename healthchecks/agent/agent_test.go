@@ -4,6 +4,7 @@ import (
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,22 +28,27 @@ func results(queues healthchecks.Result) []healthchecks.Result {
 func TestCarryOverKeepsLastKnownResult(t *testing.T) {
 	a := New(Options{StaleAfter: 10 * time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics()})
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	missing := healthchecks.Result{State: healthchecks.Failed, Reason: "QueueMissing", Summary: "the queue q has not been provisioned", Message: "queue q does not exist"}
+	missing := healthchecks.Result{State: healthchecks.Failed, Reason: "QueueMissing", Summary: "the queue q has not been provisioned", Message: "queue q does not exist",
+		Evidence: []healthchecks.Evidence{{Check: "sqs:GetQueueUrl q", State: healthchecks.Failed, Detail: "queue q does not exist"}}}
 	timeout := healthchecks.Result{State: healthchecks.Pending, Reason: "PendingQueueUnreadable", Summary: "the queue q cannot be reached",
-		Message: "GetQueueUrl q: context deadline exceeded", Unreachable: true}
+		Message: "GetQueueUrl q: context deadline exceeded", Unreachable: true,
+		Evidence: []healthchecks.Evidence{{Check: "sqs:GetQueueUrl q", State: healthchecks.Pending, Detail: "GetQueueUrl q: context deadline exceeded"}}}
 
+	// wantEvidence is the Queues boundary's evidence in the status the agent writes, as check=result.
 	cases := []struct {
-		name      string
-		at        time.Duration
-		queues    healthchecks.Result
-		wantState healthchecks.State
-		wantFirst string
+		name         string
+		at           time.Duration
+		queues       healthchecks.Result
+		wantState    healthchecks.State
+		wantFirst    string
+		wantEvidence []string
 	}{
-		{"first definitive result", 0, missing, healthchecks.Failed, "Queues"},
-		{"timeout keeps the failure", time.Minute, timeout, healthchecks.Failed, "Queues"},
-		{"fixed", 2 * time.Minute, healthchecks.Result{State: healthchecks.Passed, Reason: "Verified"}, healthchecks.Passed, ""},
-		{"timeout keeps the pass", 3 * time.Minute, timeout, healthchecks.Passed, ""},
-		{"still unreachable past stale-after", 13 * time.Minute, timeout, healthchecks.Pending, "Queues"},
+		{"first definitive result", 0, missing, healthchecks.Failed, "Queues", []string{"sqs:GetQueueUrl q=Failed"}},
+		{"timeout keeps the failure", time.Minute, timeout, healthchecks.Failed, "Queues",
+			[]string{"sqs:GetQueueUrl q=Failed", "last known result=Pending"}},
+		{"fixed", 2 * time.Minute, healthchecks.Result{State: healthchecks.Passed, Reason: "Verified"}, healthchecks.Passed, "", nil},
+		{"timeout keeps the pass", 3 * time.Minute, timeout, healthchecks.Passed, "", []string{"last known result=Pending"}},
+		{"still unreachable past stale-after", 13 * time.Minute, timeout, healthchecks.Pending, "Queues", []string{"sqs:GetQueueUrl q=Pending"}},
 	}
 	for _, tc := range cases {
 		rep := healthchecks.Report{CheckedAt: t0.Add(tc.at), Results: results(tc.queues)}
@@ -50,6 +56,13 @@ func TestCarryOverKeepsLastKnownResult(t *testing.T) {
 		q := rep.Results[4]
 		if q.State != tc.wantState || rep.FirstFailed != tc.wantFirst {
 			t.Fatalf("%s: queues %s, first failed %q; want %s, %q", tc.name, q.State, rep.FirstFailed, tc.wantState, tc.wantFirst)
+		}
+		var evidence []string
+		for _, e := range healthchecks.Status(rep, nil, 1).Boundaries[4].Evidence {
+			evidence = append(evidence, e.Check+"="+e.Result)
+		}
+		if !slices.Equal(evidence, tc.wantEvidence) {
+			t.Fatalf("%s: status evidence %q, want %q", tc.name, evidence, tc.wantEvidence)
 		}
 		if tc.queues.Unreachable && tc.wantState != healthchecks.Pending {
 			last := q.Evidence[len(q.Evidence)-1]

@@ -39,7 +39,8 @@ func SpecFor(c *v1alpha1.Cluster, n *names.Names) v1alpha1.OnboardingSpec {
 		Cluster: c.Metadata.Name, Subject: n.Subject, AccountID: s.AccountID, Region: s.Region,
 		IAMRoleArn: n.IAMRoleArn, TrustAnchorArn: s.Identity.TrustAnchorArn, ProfileArn: s.Identity.ProfileArn,
 		SecretPath: n.SecretPath, Boundaries: append([]string(nil), v1alpha1.Boundaries...), ClusterSecretStore: ClusterSecretStore,
-		Certificates: []v1alpha1.ObjectRef{{Namespace: SystemNamespace, Name: IdentityCertificate}},
+		Certificates:  []v1alpha1.ObjectRef{{Namespace: SystemNamespace, Name: IdentityCertificate}},
+		Stabilization: s.Stabilization,
 	}
 	for i, x := range s.Secrets {
 		sp.Secrets = append(sp.Secrets, v1alpha1.SecretRef{Name: n.Secrets[i].Name, ExternalSecret: v1alpha1.ObjectRef{Namespace: x.Namespace, Name: x.Name}})

@@ -86,6 +86,7 @@ func TestSpecForExamples(t *testing.T) {
 				{Node: "gpu-node-01", Product: "NVIDIA-A100-SXM4-80GB", Count: 8, MIGStrategy: "none"},
 				{Node: "gpu-node-02", Product: "NVIDIA-A100-SXM4-80GB", Count: 8, MIGStrategy: "single"},
 			},
+			Stabilization: true,
 		}},
 		{cluster: "gpu-west-2", want: v1alpha1.OnboardingSpec{
 			Cluster:        "gpu-west-2",
@@ -212,6 +213,18 @@ func TestSpecFor(t *testing.T) {
 				t.Errorf("registry secrets %v, want %v", sp.RegistrySecrets, want)
 			}
 		}},
+		{name: "stabilization carried from the record", edit: func(c *v1alpha1.Cluster) { c.Spec.Stabilization = true },
+			assert: func(t *testing.T, _ *v1alpha1.Cluster, _ *names.Names, sp v1alpha1.OnboardingSpec) {
+				if !sp.Stabilization {
+					t.Error("stabilization false, want true")
+				}
+			}},
+		{name: "no stabilization", edit: func(c *v1alpha1.Cluster) { c.Spec.Stabilization = false },
+			assert: func(t *testing.T, _ *v1alpha1.Cluster, _ *names.Names, sp v1alpha1.OnboardingSpec) {
+				if sp.Stabilization {
+					t.Error("stabilization true, want false")
+				}
+			}},
 		{name: "default storage class", edit: func(c *v1alpha1.Cluster) { c.Spec.Storage.StorageClass = "" },
 			assert: func(t *testing.T, _ *v1alpha1.Cluster, _ *names.Names, sp v1alpha1.OnboardingSpec) {
 				if sp.StorageClass != "spokeforge-local-block" {

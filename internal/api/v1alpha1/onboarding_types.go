@@ -84,6 +84,10 @@ type OnboardingSpec struct {
 	// GPU nodes and their confirmed topology.
 	// +optional
 	GPUNodes []GPUTopology `json:"gpuNodes,omitempty"`
+	// Stabilization is the record's spec.stabilization: the hub delivers the spoke's workload
+	// Applications without automated sync, so each sync is a person's decision.
+	// +optional
+	Stabilization bool `json:"stabilization,omitempty"`
 }
 
 // SecretRef is one Secrets Manager secret and its ExternalSecret.
@@ -129,6 +133,62 @@ type OnboardingStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []Condition `json:"conditions"`
+	// One entry per boundary checked: the evidence behind its condition and, when the boundary
+	// waits on a backed-off retry, when that retry is due. Absent when written by an agent older
+	// than this field; the conditions alone still decide health.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=7
+	Boundaries []BoundaryStatus `json:"boundaries,omitempty"`
+}
+
+// Bounds of a boundary's evidence in the status (the markers below say the same), so a status
+// stays well under etcd's object size limit: at most 7·16 items of 256+512 characters.
+const (
+	MaxEvidenceItems  = 16
+	MaxEvidenceCheck  = 256
+	MaxEvidenceDetail = 512
+)
+
+// BoundaryStatus is what the agent observed for one boundary in its last check.
+type BoundaryStatus struct {
+	// Name of the boundary.
+	// +kubebuilder:validation:Enum=Identity;Secrets;Certificates;Registry;Queues;Storage;Workload
+	Name string `json:"name"`
+	// The observations behind the boundary's condition, in the order they were made. At most 16:
+	// when there are more, the worst ones are kept (Failed, NotChecked, Pending, then Passed) and
+	// evidenceOmitted counts the rest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Evidence []EvidenceItem `json:"evidence,omitempty"`
+	// How many observations were left out of evidence to keep the status small.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	EvidenceOmitted int32 `json:"evidenceOmitted,omitempty"`
+	// When the dependency the boundary waits on retries by itself (cert-manager's issuance
+	// backoff after a failed CertificateRequest), the earliest when several do. Unset when no
+	// retry is scheduled or its time is not known. It may be in the past when the retry is overdue.
+	// +optional
+	// +kubebuilder:validation:Format=date-time
+	NextRetryTime string `json:"nextRetryTime,omitempty"`
+}
+
+// EvidenceItem is one observation: what was called or read and what came back. It never holds a
+// credential, token or secret value.
+type EvidenceItem struct {
+	// What was called or read, e.g. "Certificate inference/inference-serving" or "sqs:GetQueueUrl eue1-jobs";
+	// cut at 256 characters, ending "..." when cut.
+	// +kubebuilder:validation:MaxLength=256
+	Check string `json:"check"`
+	// The observation's result.
+	// +kubebuilder:validation:Enum=Passed;Pending;Failed;NotChecked
+	Result string `json:"result"`
+	// What came back, in a sentence; cut at 512 characters, ending "..." when cut.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Detail string `json:"detail,omitempty"`
 }
 
 // Connected is the spoke's Kubernetes version and node count as the agent read them, and when.
