@@ -177,7 +177,10 @@ spec:
 // TestUIExtensionRendersAnyStatus renders the Contracts tab with node and a stand-in
 // React.createElement for Onboardings with missing, malformed and failing status: it never
 // throws, an unwritten status reads "not checked yet", and a failing one leads with its first
-// failed boundary, hint and next retry. The real UI is driven by the e2e browser test.
+// failed boundary, hint and next retry. status.boundaries (evidence, nextRetryTime) and
+// spec.stabilization are shown when present and well-formed; without them (an older agent or
+// render) the tab reads the conditions' messages as before. The real UI is driven by the e2e
+// browser test.
 func TestUIExtensionRendersAnyStatus(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -195,20 +198,45 @@ const out = {registered: [tab.group, tab.kind, tab.title].join('/')};
 for (const [name, resource] of Object.entries(JSON.parse(process.argv[3]))) out[name] = text(tab.c({resource}));
 console.log(JSON.stringify(out));
 `
+	failing := func() []any {
+		return []any{
+			map[string]any{"type": "Identity", "status": "True", "reason": "Verified", "message": "caller arn:aws:sts::111122223333:assumed-role/eue1-workload/s is the derived role"},
+			map[string]any{"type": "Certificates", "status": "False", "severity": "Error", "reason": "StaleCertificateRequest",
+				"message": "CertificateRequest inference/x-1 failed (Failed: denied); fixing the cause does not retry it: cert-manager retries at 2026-12-01T11:00:00Z, or run `cmctl renew -n inference x` to retry now"},
+			map[string]any{"type": "Queues", "status": "False", "severity": "Error", "reason": "StaleCertificateRequest", "message": "queue message"},
+			map[string]any{"type": "Ready", "status": "False", "severity": "Error", "message": "the workload identity is valid, but the certificate inference/x is stuck"},
+		}
+	}
 	cases := map[string]any{
 		"no resource": nil,
 		"no status":   map[string]any{"metadata": map[string]any{"name": "gpu-east-1"}, "spec": map[string]any{"cluster": "gpu-east-1"}},
 		"malformed": map[string]any{"metadata": "x", "spec": map[string]any{"boundaries": []any{7, nil}},
 			"status": map[string]any{"conditions": []any{nil, 5, "Ready", map[string]any{"type": 3}}, "connected": []any{}, "firstFailedBoundary": 9}},
+		// An agent without status.boundaries, a render without spec.stabilization.
 		"failing": map[string]any{"metadata": map[string]any{"name": "gpu-east-1"}, "status": map[string]any{
 			"checkedAt": "2026-12-01T10:00:00Z", "firstFailedBoundary": "Certificates",
 			"connected": map[string]any{"kubernetesVersion": "v1.31.0", "nodeCount": 2, "checkedAt": "2026-12-01T10:00:00Z"},
-			"conditions": []any{
-				map[string]any{"type": "Identity", "status": "True", "reason": "Verified", "message": "caller arn:aws:sts::111122223333:assumed-role/eue1-workload/s is the derived role"},
-				map[string]any{"type": "Certificates", "status": "False", "severity": "Error", "reason": "StaleCertificateRequest",
-					"message": "CertificateRequest inference/x-1 failed (Failed: denied); fixing the cause does not retry it: cert-manager retries at 2026-12-01T11:00:00Z, or run `cmctl renew -n inference x` to retry now"},
-				map[string]any{"type": "Ready", "status": "False", "severity": "Error", "message": "the workload identity is valid, but the certificate inference/x is stuck"},
-			}}},
+			"conditions": failing()}},
+		// The same with status.boundaries: the structured next retry wins over the message's.
+		"structured": map[string]any{"metadata": map[string]any{"name": "gpu-east-1"}, "spec": map[string]any{"stabilization": true},
+			"status": map[string]any{"checkedAt": "2026-12-01T10:00:00Z", "firstFailedBoundary": "Certificates", "conditions": failing(),
+				"boundaries": []any{
+					map[string]any{"name": "Identity", "evidence": []any{map[string]any{"check": "sts:GetCallerIdentity", "result": "Passed", "detail": "arn:aws:sts::111122223333:assumed-role/eue1-workload/s"}}},
+					map[string]any{"name": "Certificates", "nextRetryTime": "2026-12-01T12:00:00Z", "evidenceOmitted": 3, "evidence": []any{
+						map[string]any{"check": "Certificate spokeforge-system/workload-identity", "result": "Passed", "detail": "Ready, expires 2027-01-01T00:00:00Z"},
+						map[string]any{"check": "Certificate inference/x", "result": "Failed", "detail": "CertificateRequest inference/x-1 denied; run `cmctl renew -n inference x`"},
+					}},
+					map[string]any{"name": "Queues", "nextRetryTime": "2026-12-01T13:00:00Z"},
+				}}},
+		// Broken boundaries and stabilization: each falls back to what the conditions say.
+		"malformed structured": map[string]any{"spec": map[string]any{"stabilization": "yes"},
+			"status": map[string]any{"firstFailedBoundary": "Certificates", "conditions": failing(),
+				"boundaries": []any{nil, 5, "Identity", map[string]any{"name": 3},
+					map[string]any{"name": "Certificates", "evidence": "x", "nextRetryTime": "soon", "evidenceOmitted": "many"},
+					map[string]any{"name": "Identity", "evidence": []any{nil, 5, map[string]any{"check": 4}, map[string]any{"check": "sts:GetCallerIdentity", "result": 9, "detail": map[string]any{}}}},
+					map[string]any{"name": "Queues", "evidence": []any{}, "nextRetryTime": 7},
+				}}},
+		"boundaries not a list": map[string]any{"status": map[string]any{"firstFailedBoundary": "Certificates", "conditions": failing(), "boundaries": map[string]any{"Certificates": 1}}},
 	}
 	in, err := json.Marshal(cases)
 	if err != nil {
@@ -238,12 +266,31 @@ console.log(JSON.stringify(out));
 		"no status":   {"gpu-east-1", "Not checked yet", "StorageNot checked yet"},
 		"malformed":   {"Not checked yet", "QueuesNot checked yet"},
 		"failing": {"First failed boundary: Certificates (StaleCertificateRequest)", "cmctl renew -n inference x",
-			"Next automatic retry: ", "(2026-12-01T11:00:00Z)", "IdentityHoldsVerified", "CertificatesFailedStaleCertificateRequest",
-			"SecretsNot checked yet", "Kubernetes v1.31.0, 2 nodes"},
+			"Next automatic retry: ", "(2026-12-01T11:00:00Z)", "IdentityHoldsVerifiedcaller arn:aws:sts::111122223333", "CertificatesFailedStaleCertificateRequest",
+			"SecretsNot checked yet", "Kubernetes v1.31.0, 2 nodes", "QueuesFailedStaleCertificateRequestqueue message"},
+		"structured": {"Stabilization: workload Applications are delivered without automated sync",
+			"First failed boundary: Certificates (StaleCertificateRequest)", "Next automatic retry: ", "(2026-12-01T12:00:00Z)",
+			"IdentityHoldsVerifiedsts:GetCallerIdentity: arn:aws:sts::111122223333:assumed-role/eue1-workload/s",
+			"Certificate spokeforge-system/workload-identity: Ready, expires", "Certificate inference/x: CertificateRequest inference/x-1 denied; run cmctl renew",
+			"and 3 more", "queue messageNext automatic retry: ", "(2026-12-01T13:00:00Z)"},
+		"malformed structured": {"(2026-12-01T11:00:00Z)", "CertificatesFailedStaleCertificateRequestCertificateRequest inference/x-1 failed",
+			"IdentityHoldsVerified4sts:GetCallerIdentity", "QueuesFailedStaleCertificateRequestqueue message", "SecretsNot checked yet"},
+		"boundaries not a list": {"(2026-12-01T11:00:00Z)", "CertificatesFailedStaleCertificateRequestCertificateRequest inference/x-1 failed"},
 	} {
 		for _, w := range wants {
 			if !strings.Contains(got[name], w) {
 				t.Errorf("%s: the tab lacks %q:\n%s", name, w, got[name])
+			}
+		}
+	}
+	for name, unwanted := range map[string][]string{
+		"failing":              {"Stabilization", "more"},
+		"structured":           {"(2026-12-01T11:00:00Z)"}, // the message's retry time, superseded
+		"malformed structured": {"Stabilization", "more", "soon", "2001"},
+	} {
+		for _, w := range unwanted {
+			if strings.Contains(got[name], w) {
+				t.Errorf("%s: the tab shows %q:\n%s", name, w, got[name])
 			}
 		}
 	}
