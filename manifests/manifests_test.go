@@ -215,7 +215,7 @@ console.log(JSON.stringify(out));
 		// An agent without status.boundaries, a render without spec.stabilization.
 		"failing": map[string]any{"metadata": map[string]any{"name": "gpu-east-1"}, "status": map[string]any{
 			"checkedAt": "2026-12-01T10:00:00Z", "firstFailedBoundary": "Certificates",
-			"connected": map[string]any{"kubernetesVersion": "v1.31.0", "nodeCount": 2, "checkedAt": "2026-12-01T10:00:00Z"},
+			"connected":  map[string]any{"kubernetesVersion": "v1.31.0", "nodeCount": 2, "checkedAt": "2026-12-01T10:00:00Z"},
 			"conditions": failing()}},
 		// The same with status.boundaries: the structured next retry wins over the message's.
 		"structured": map[string]any{"metadata": map[string]any{"name": "gpu-east-1"}, "spec": map[string]any{"stabilization": true},
