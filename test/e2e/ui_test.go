@@ -104,8 +104,11 @@ func TestUIContracts(t *testing.T) {
 			t.Errorf("the first failed boundary's hint lacks %q: %q", w, l.Hint)
 		}
 	}
-	if !strings.Contains(l.Retry, "Next automatic retry: in ") {
-		t.Errorf("no next retry in the future: %q", l.Retry)
+	if !strings.Contains(l.Retry, "Next automatic retry: in ") || l.RetrySource != "status" {
+		t.Errorf("no next retry in the future from the status's nextRetryTime: %q (from %q)", l.Retry, l.RetrySource)
+	}
+	if ev := strings.Join(l.Evidence["Certificates"], "\n"); !strings.Contains(ev, "Failed Certificate inference/inference-serving: CertificateRequest inference/inference-serving-1") {
+		t.Errorf("the Certificates row lacks the failed certificate's evidence item:\n%s", ev)
 	}
 	for _, boundary := range []string{"Identity", "Secrets"} {
 		if l.state(boundary) != "holds" {
@@ -163,6 +166,9 @@ const (
 		first: ff ? ff.dataset.boundary : '',
 		hint: ff ? ff.textContent : '',
 		retry: (q('.spokeforge-contracts__next-retry') || {}).textContent || '',
+		retrySource: ((q('.spokeforge-contracts__next-retry') || {}).dataset || {}).source || '',
+		evidence: Object.fromEntries([...document.querySelectorAll('.spokeforge-contracts__boundary')].map(r => [r.dataset.boundary,
+			[...r.querySelectorAll('.spokeforge-contracts__evidence-item')].map(e => e.dataset.result + ' ' + e.textContent)])),
 		allHold: !!q('.spokeforge-contracts__all-hold'),
 		unchecked: !!q('.spokeforge-contracts__unchecked'),
 		connected: (q('.spokeforge-contracts__connected') || {}).textContent || '',
@@ -172,11 +178,16 @@ const (
 
 // ladder is what the Contracts tab shows.
 type ladder struct {
-	Open      bool
-	Rows      []string // Boundary=state, in order
-	First     string
-	Hint      string
-	Retry     string
+	Open  bool
+	Rows  []string // Boundary=state, in order
+	First string
+	Hint  string
+	Retry string
+	// RetrySource is "status" when the next retry came from status.boundaries[].nextRetryTime,
+	// "message" when it was read from the condition message.
+	RetrySource string
+	// Evidence is each boundary's status.boundaries evidence as shown: "Result check: detail".
+	Evidence  map[string][]string
 	AllHold   bool
 	Unchecked bool
 	Connected string
