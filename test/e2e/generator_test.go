@@ -148,23 +148,8 @@ spec:
 	if err := waitFor(ctx, gen, "/readyz", time.Minute, httpOK(base+"/readyz")); err != nil {
 		t.Fatal(err)
 	}
-	cm, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "manifests", "generator", "plugin-configmap.yaml"))
-	if err != nil {
+	if err := h.InstallApplicationSets(ctx, base, token); err != nil {
 		t.Fatal(err)
-	}
-	plugin := strings.Replace(string(cm), "http://spokeforge-generator:4355", base, 1)
-	plugin = strings.Replace(plugin, "\n  name: spokeforge-generator\n", "\n  name: spokeforge-generator\n  namespace: "+ArgoCDNamespace+"\n", 1)
-	if _, err := h.Hub.Apply(ctx, plugin+fmt.Sprintf("---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: spokeforge-generator-token\n  namespace: %s\n  labels: {app.kubernetes.io/part-of: argocd}\nstringData:\n  token: %s\n", ArgoCDNamespace, token)); err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range []string{"clusters-appset.yaml", "zones-appset.yaml"} {
-		b, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "examples", "gitops", "hub", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := h.Hub.Apply(ctx, string(b)); err != nil {
-			t.Fatal(err)
-		}
 	}
 
 	apps := h.Hub.Dynamic.Resource(applicationsGVR).Namespace(ArgoCDNamespace)

@@ -89,25 +89,10 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "manifests", "generator", "plugin-configmap.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plugin := strings.Replace(string(cm), "http://spokeforge-generator:4355", fr.URL, 1)
-	plugin = strings.Replace(plugin, "\n  name: spokeforge-generator\n", "\n  name: spokeforge-generator\n  namespace: "+ArgoCDNamespace+"\n", 1)
-	if _, err := h.Hub.Apply(ctx, plugin+fmt.Sprintf("---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: spokeforge-generator-token\n  namespace: %s\n  labels: {app.kubernetes.io/part-of: argocd}\nstringData:\n  token: %s\n", ArgoCDNamespace, token)); err != nil {
+	if err := h.InstallApplicationSets(ctx, fr.URL, token); err != nil {
 		t.Fatal(err)
 	}
 	appsets := []string{"spokeforge-clusters", "spokeforge-zones"}
-	for _, f := range []string{"clusters-appset.yaml", "zones-appset.yaml"} {
-		b, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, "examples", "gitops", "hub", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := h.Hub.Apply(ctx, string(b)); err != nil {
-			t.Fatal(err)
-		}
-	}
 
 	apps := h.Hub.Dynamic.Resource(applicationsGVR).Namespace(ArgoCDNamespace)
 	waitApps := func(what string, want []string) time.Duration {
