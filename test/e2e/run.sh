@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the end-to-end suite on each Argo CD release named, all at the same time (most of a test
+# is waiting on reconciliation, and each test has its own hub), each output line prefixed with
+# its release. Prints each release's wall time; fails if any release failed.
+#   test/e2e/run.sh VERSION... -- GO_TEST_ARGS...
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+versions=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do versions+=("$1"); shift; done
+shift || true
+go="${GO:-go}"
+status="$(mktemp -d)"
+trap 'rm -rf "$status"' EXIT
+for v in "${versions[@]}"; do
+  (
+    start=$SECONDS
+    ARGOCD_VERSION="$v" "$go" test -tags e2e "$@" ./test/e2e/... 2>&1
+    rc=$?
+    echo "=== e2e on Argo CD $v: exit $rc after $((SECONDS - start)) s"
+    echo "$rc" >"$status/$v"
+  ) | sed -u "s/^/[$v] /" &
+done
+wait
+failed=""
+for v in "${versions[@]}"; do
+  [ "$(cat "$status/$v" 2>/dev/null)" = 0 ] || failed="$failed $v"
+done
+if [ -n "$failed" ]; then
+  echo "=== e2e failed on Argo CD$failed"
+  exit 1
+fi
+echo "=== e2e passed on Argo CD ${versions[*]}"
