@@ -92,6 +92,10 @@ type Document struct {
 	// Secret reports the field paths whose values (and keys) may hold a
 	// credential: errors there never repeat what was written.
 	Secret func(path string) bool
+	// Strings, when set, gives every decoded string and map key its
+	// canonical copy: records decoded with one map share the values they
+	// repeat (a fleet's regions, accounts, ARNs) instead of one copy each.
+	Strings map[string]string
 }
 
 // Parse reads exactly one YAML document from data: a second document is
@@ -135,7 +139,7 @@ func Parse(file string, data []byte) (*Document, error) {
 // Decode decodes the document into out (a pointer to a struct with json
 // tags), returning the line of every field and all decoding errors.
 func (d *Document) Decode(out any) (Lines, error) {
-	dec := decoder{file: d.File, lines: Lines{"": d.Root.Line}, secret: d.Secret}
+	dec := decoder{file: d.File, lines: Lines{"": d.Root.Line}, secret: d.Secret, strs: d.Strings}
 	if dec.secret == nil {
 		dec.secret = func(string) bool { return false }
 	}
@@ -151,6 +155,19 @@ type decoder struct {
 	lines  Lines
 	errs   Errors
 	secret func(string) bool
+	strs   map[string]string
+}
+
+// intern is s's canonical copy in d.strs (s itself without one).
+func (d *decoder) intern(s string) string {
+	if d.strs == nil {
+		return s
+	}
+	if c, ok := d.strs[s]; ok {
+		return c
+	}
+	d.strs[s] = s
+	return s
 }
 
 // describeAt describes n for an error at path, without its value where
@@ -252,7 +269,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			seen[k.Value] = k.Line
 			ev := reflect.New(v.Type().Elem()).Elem()
 			d.value(val, ev, join(path, k.Value))
-			m.SetMapIndex(reflect.ValueOf(k.Value), ev)
+			m.SetMapIndex(reflect.ValueOf(d.intern(k.Value)), ev)
 		}
 		v.Set(m)
 	case reflect.Interface:
@@ -271,7 +288,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		if d.text(n, path, "the value") {
-			v.SetString(n.Value)
+			v.SetString(d.intern(n.Value))
 		}
 	case reflect.Bool:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {

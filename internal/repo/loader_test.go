@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spokeforge/spokeforge/internal/record"
 )
 
 // exampleFiles is the example repo's record files.
@@ -41,6 +43,16 @@ func TestLoaderEqualsFullLoad(t *testing.T) {
 		{"copy removed, cluster removed", map[string]string{"orgs/initech.yaml": "", "clusters/gpu-west-2/cluster.yaml": ""}, 0, true},
 		{"cluster back under another directory", map[string]string{"clusters/gpu-west-3/cluster.yaml": string(base["clusters/gpu-west-2/cluster.yaml"])}, 1, true},
 		{"all back", map[string]string{"clusters/gpu-west-3/cluster.yaml": "", "clusters/gpu-west-2/cluster.yaml": string(base["clusters/gpu-west-2/cluster.yaml"])}, 1, false},
+		// Every cross-file rule, read from trimmed lines (the reused
+		// records) and from whole ones (LoadFS) alike.
+		{"cross-file findings", map[string]string{
+			"clusters/gpu-west-9/cluster.yaml": strings.Replace(string(base["clusters/gpu-west-2/cluster.yaml"]), "  name: gpu-west-2\n", "  name: gpu-west-9\n", 1),
+			"clusters/product/cluster.yaml":    strings.Replace(string(base["clusters/gpu-east-1/cluster.yaml"]), "  name: gpu-east-1\n", "  name: product\n", 1),
+			"products/initech/dup.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Product\nmetadata:\n  name: dup\nspec:\n  delivery:\n    zones:\n" +
+				"      - name: checkout-rc\n        environment: release\n      - name: inference\n        environment: release\n        cluster: gpu-north-1\n",
+			"orgs/globex.yaml": org("globex", "gpu-west-2, hub-local, gpu-south-3"),
+		}, 4, true},
+		{"same findings, all reused", nil, 0, true},
 	}
 	files := map[string][]byte{}
 	for k, v := range base {
@@ -58,11 +70,26 @@ func TestLoaderEqualsFullLoad(t *testing.T) {
 			}
 			fullRepo, fullErrs := LoadFS(NewMemFS(copyFiles(files)))
 			got, gotErrs := l.Load(NewMemFS(copyFiles(files)))
+			// The Loader keeps only the lines the cross-file rules read;
+			// the findings below are compared whole.
+			trimLines(fullRepo)
 			if !reflect.DeepEqual(got, fullRepo) {
 				t.Errorf("incremental repo differs from the full load")
 			}
 			if !reflect.DeepEqual(gotErrs, fullErrs) {
 				t.Errorf("incremental findings differ:\n got %v\nwant %v", gotErrs, fullErrs)
+			}
+			if st.name == "cross-file findings" {
+				codes := map[record.Code]bool{}
+				for _, e := range gotErrs {
+					codes[e.Code] = true
+				}
+				for _, c := range []record.Code{record.CodeCloudNameCollision, record.CodeApplicationClash, record.CodeDuplicateZone,
+					record.CodeUnknownOrg, record.CodeUnknownCluster} {
+					if !codes[c] {
+						t.Errorf("no %s finding among %v", c, gotErrs)
+					}
+				}
 			}
 			if (len(gotErrs) > 0) != st.errs {
 				t.Errorf("findings %v, want any: %v", gotErrs, st.errs)
@@ -113,6 +140,18 @@ func TestLoaderBlobs(t *testing.T) {
 	failing = ""
 	if _, errs = l.Load(NewBlobFS(blobs())); len(errs) != 0 || l.Parsed != 1 {
 		t.Fatalf("after a failed read the blob is read again: parsed %d, %v", l.Parsed, errs)
+	}
+}
+
+func trimLines(r *Repo) {
+	for i := range r.Clusters {
+		r.Clusters[i].TrimLines()
+	}
+	for i := range r.Orgs {
+		r.Orgs[i].TrimLines()
+	}
+	for i := range r.Products {
+		r.Products[i].TrimLines()
 	}
 }
 

@@ -33,7 +33,7 @@ const MaxRecordBytes = 1 << 20
 // decode parses file from fsys into out; display is the name used in
 // errors. A failed read is a fileResult a Loader does not keep: it says
 // nothing about the content its hash names.
-func decode(fsys fs.FS, name, display string, out any) (record.Lines, *fileResult) {
+func decode(fsys fs.FS, l *Loader, name, display string, out any) (record.Lines, *fileResult) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		msg := err.Error()
@@ -42,7 +42,11 @@ func decode(fsys fs.FS, name, display string, out any) (record.Lines, *fileResul
 		}
 		return nil, &fileResult{errs: record.Errors{{File: display, Msg: msg}}, unread: true}
 	}
-	lines, errs := DecodeBytes(display, data, out)
+	var strs map[string]string
+	if l != nil {
+		strs = l.strs
+	}
+	lines, errs := decodeBytes(display, data, out, strs)
 	if errs != nil {
 		return nil, &fileResult{errs: errs}
 	}
@@ -58,11 +62,17 @@ func SecretField(path string) bool {
 
 // DecodeBytes parses one record from data.
 func DecodeBytes(display string, data []byte, out any) (record.Lines, record.Errors) {
+	return decodeBytes(display, data, out, nil)
+}
+
+// decodeBytes is DecodeBytes taking decoded strings' canonical copies from
+// strs (record.Document.Strings) when it is not nil.
+func decodeBytes(display string, data []byte, out any, strs map[string]string) (record.Lines, record.Errors) {
 	doc, err := record.Parse(display, data)
 	if err != nil {
 		return nil, asErrors(err)
 	}
-	doc.Secret = SecretField
+	doc.Secret, doc.Strings = SecretField, strs
 	lines, err := doc.Decode(out)
 	if err != nil {
 		return nil, asErrors(err)
@@ -156,11 +166,16 @@ func LoadFS(fsys fs.FS) (*Repo, record.Errors) {
 // path and git blob hash as in the previous Load: only changed files are
 // read and parsed. The per-file result depends on nothing but the path and
 // the bytes, and the cross-file rules run over the whole repo every time, so
-// a Load returns exactly what LoadFS returns for the same files. A Loader
-// is not safe for concurrent use; the entries it hands out are shared with
-// later Loads and must not be modified.
+// a Load returns exactly what LoadFS returns for the same files, findings
+// included, except that its entries' Lines hold only the lines the
+// cross-file rules read (validate.ClusterEntry.TrimLines). A Loader is not
+// safe for concurrent use; the entries it hands out are shared with later
+// Loads and must not be modified.
 type Loader struct {
 	prev, next map[fileKey]*fileResult
+	// strs interns the strings of the records one Load decodes
+	// (record.Document.Strings); dropped when the Load returns.
+	strs map[string]string
 	// Reused and Parsed count the files of the last Load.
 	Reused, Parsed int
 }
@@ -177,6 +192,21 @@ type fileResult struct {
 	errs    record.Errors
 }
 
+// trimLines drops the lines the cross-file rules never read from a result
+// a Loader keeps (validate.ClusterEntry.TrimLines): the per-file checks have
+// run, and the full line maps would be most of what a fleet repo keeps.
+func (r *fileResult) trimLines(l *Loader) {
+	switch {
+	case l == nil:
+	case r.cluster.Cluster != nil:
+		r.cluster.TrimLines()
+	case r.org.Org != nil:
+		r.org.TrimLines()
+	case r.product.Product != nil:
+		r.product.TrimLines()
+	}
+}
+
 // Hasher is an fs.FS that knows its files' git blob hashes (MemFS).
 type Hasher interface {
 	Hash(name string) (string, bool)
@@ -186,8 +216,9 @@ type Hasher interface {
 // Hasher; any other fs.FS is read whole.
 func (l *Loader) Load(fsys fs.FS) (*Repo, record.Errors) {
 	l.next, l.Reused, l.Parsed = make(map[fileKey]*fileResult, len(l.prev)), 0, 0
+	l.strs = map[string]string{}
 	r, errs := load(fsys, l)
-	l.prev, l.next = l.next, nil
+	l.prev, l.next, l.strs = l.next, nil, nil
 	return r, errs
 }
 
@@ -231,12 +262,14 @@ func load(fsys fs.FS, l *Loader) (*Repo, record.Errors) {
 	for _, f := range clusterDirs {
 		res := l.file(fsys, f, func() *fileResult {
 			var c v1alpha1.Cluster
-			lines, failed := decode(fsys, f, f, &c)
+			lines, failed := decode(fsys, l, f, f, &c)
 			if failed != nil {
 				return failed
 			}
 			e, errs := checkCluster(f, path.Base(path.Dir(f)), lines, &c)
-			return &fileResult{cluster: e, kept: true, errs: errs}
+			res := &fileResult{cluster: e, kept: true, errs: errs}
+			res.trimLines(l)
+			return res
 		})
 		if res.kept {
 			r.Clusters = append(r.Clusters, res.cluster)
@@ -273,12 +306,13 @@ func loadEach[T any](fsys fs.FS, l *Loader, glob string, check func(string, reco
 	for _, f := range files {
 		res := l.file(fsys, f, func() *fileResult {
 			v := new(T)
-			lines, failed := decode(fsys, f, f, v)
+			lines, failed := decode(fsys, l, f, f, v)
 			if failed != nil {
 				return failed
 			}
 			res := wrap(validate.Loc{File: f, Lines: lines}, v)
 			res.kept, res.errs = true, check(f, lines, v)
+			res.trimLines(l)
 			return res
 		})
 		if res.kept {

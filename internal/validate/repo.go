@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"unique"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/names"
@@ -222,4 +224,61 @@ func (c *checker) nameIsFileName(name string, max int) {
 	if stem := strings.TrimSuffix(filepath.Base(c.file), filepath.Ext(c.file)); name != "" && stem != name {
 		c.fail("metadata.name", "%q differs from the file name %q", name, stem)
 	}
+}
+
+// TrimLines keeps of e's line map only the lines CrossFile reads for it. A
+// record's full map (every field path) is most of its decoded memory, and
+// once the per-file checks ran only the cross-file rules read it: a loader
+// that keeps entries from one commit to the next keeps them trimmed.
+// CrossFile reports the same findings, with the same lines, either way.
+func (e *ClusterEntry) TrimLines() {
+	paths := []string{"metadata.name"}
+	if e.Names != nil {
+		paths = append(paths, "spec.shortName", "spec")
+		for j := range e.Cluster.Spec.Workloads {
+			paths = append(paths, indexPath("spec.workloads", j, ".name"))
+		}
+		for _, cs := range [][]names.Cloud{e.Names.Queues, e.Names.Buckets, e.Names.Registries} {
+			for _, c := range cs {
+				paths = append(paths, c.Field)
+			}
+		}
+	}
+	e.Lines = keepLines(e.Lines, paths)
+}
+
+// TrimLines is ClusterEntry.TrimLines for an org.
+func (e *OrgEntry) TrimLines() {
+	paths := make([]string, len(e.Org.Spec.ClusterAllowlist))
+	for i := range paths {
+		paths[i] = indexPath("spec.clusterAllowlist", i, "")
+	}
+	e.Lines = keepLines(e.Lines, paths)
+}
+
+// TrimLines is ClusterEntry.TrimLines for a product.
+func (e *ProductEntry) TrimLines() {
+	zs := e.Product.Spec.Delivery.Zones
+	paths := make([]string, 0, 1+2*len(zs))
+	paths = append(paths, "metadata.name")
+	for i := range zs {
+		paths = append(paths, indexPath("spec.delivery.zones", i, ".name"), indexPath("spec.delivery.zones", i, ".cluster"))
+	}
+	e.Lines = keepLines(e.Lines, paths)
+}
+
+// keepLines is the part of l that answers paths, each resolved as
+// l.Line resolves it, so the result's Line gives the same for them.
+func keepLines(l record.Lines, paths []string) record.Lines {
+	m := make(record.Lines, len(paths))
+	for _, p := range paths {
+		m[p] = l.Line(p)
+	}
+	return m
+}
+
+// indexPath is prefix[i]suffix, one string per distinct path however many
+// records spell it (a fleet repo has thousands of zones[0].name).
+func indexPath(prefix string, i int, suffix string) string {
+	return unique.Make(prefix + "[" + strconv.Itoa(i) + "]" + suffix).Value()
 }
