@@ -105,6 +105,9 @@ func TestConformanceClusters(t *testing.T) {
 		check("destination server", s.Destination.Server, names.InClusterServer)
 		check("destination name", s.Destination.Name, "")
 		check("destination namespace", s.Destination.Namespace, "argocd")
+		if s.SyncPolicy == nil || s.SyncPolicy.Retry == nil || s.SyncPolicy.Retry.Limit < 1 {
+			t.Errorf("%s: no sync retry: a wave's transient Degraded would end the automated sync for good", a.Name)
+		}
 		if s.SyncPolicy == nil || s.SyncPolicy.Automated == nil || !s.SyncPolicy.Automated.Prune {
 			t.Errorf("%s: no automated sync", a.Name)
 		}

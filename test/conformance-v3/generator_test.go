@@ -141,6 +141,9 @@ func TestArgoCDv3GeneratesClusters(t *testing.T) {
 			s.Source.Plugin.Parameters[0].Name != "mode" || s.Source.Plugin.Parameters[0].String_ == nil || *s.Source.Plugin.Parameters[0].String_ != "hub" {
 			t.Errorf("%s plugin = %+v, want spokeforge with mode=hub", a.Name, s.Source.Plugin)
 		}
+		if s.SyncPolicy == nil || s.SyncPolicy.Retry == nil || s.SyncPolicy.Retry.Limit < 1 {
+			t.Errorf("%s: no sync retry: a wave's transient Degraded would end the automated sync for good", a.Name)
+		}
 		if s.SyncPolicy == nil || s.SyncPolicy.Automated == nil || !s.SyncPolicy.Automated.Prune {
 			t.Errorf("%s: no automated sync with prune", a.Name)
 		}

@@ -71,6 +71,10 @@ spec:
   destination:
     server: https://kubernetes.default.svc
     namespace: %[2]s
+  syncPolicy:
+    retry:
+      limit: 10
+      backoff: {duration: 10s, factor: 2, maxDuration: 5m}
 `, name, ArgoCDNamespace, repoURL, path)
 }
 
