@@ -2,7 +2,8 @@
 # machine (see test/e2e/doc.go). Include from the top Makefile: include test/e2e/e2e.mk
 GO ?= go
 E2E_TIMEOUT ?= 40m
-E2E_FLAGS ?=
+# -v: the scenarios log what they measure (delays, counts), which the docs quote.
+E2E_FLAGS ?= -v
 # Tests run in parallel, each on its own hub: most of a test is waiting on reconciliation.
 # E2E_PARALLEL hubs per Argo CD release, and the releases run at the same time.
 E2E_PARALLEL ?= 3
