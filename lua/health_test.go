@@ -54,14 +54,35 @@ func loadObj(t testing.TB, path string) *unstructured.Unstructured {
 }
 
 // overrides returns the ResourceOverrides Argo CD builds from the generated
-// argocd-cm keys: HealthLua set, UseOpenLibs left false.
+// argocd-cm keys: HealthLua set to the shipped (minified) script, UseOpenLibs
+// left false.
 func overrides(scripts []Script) map[string]appv1.ResourceOverride {
+	return overridesOf(scripts, true)
+}
+
+// overridesOf is overrides with the shipped scripts or, shipped false, the
+// readable sources of lua/.
+func overridesOf(scripts []Script, shipped bool) map[string]appv1.ResourceOverride {
 	m := map[string]appv1.ResourceOverride{}
 	for _, s := range scripts {
-		m[s.Group+"/"+s.Kind] = appv1.ResourceOverride{HealthLua: s.Source, Actions: s.Actions}
+		text := s.Source
+		if shipped {
+			var err error
+			if text, err = s.Shipped(); err != nil {
+				panic(err)
+			}
+		}
+		m[s.Group+"/"+s.Kind] = appv1.ResourceOverride{HealthLua: text, Actions: s.Actions}
 	}
 	return m
 }
+
+// forms names the two texts of each script the tests evaluate: the source in
+// lua/ and the minified form argocd-cm ships.
+var forms = []struct {
+	name    string
+	shipped bool
+}{{"source", false}, {"shipped", true}}
 
 // evaluate runs obj through Argo CD's own lookup and execution path, exactly
 // as a custom argocd-cm health check runs in the controller.
@@ -104,23 +125,25 @@ func TestHealthFixtures(t *testing.T) {
 				if got := GroupDir(obj); got != dir {
 					t.Fatalf("fixture is a %s, not a %s", got, dir)
 				}
-				for _, zone := range controllerZones {
-					for _, open := range []bool{false, true} {
-						// Argo CD's default sandbox (false) is what argocd-cm
-						// scripts get; open libs (true) is what upstream's own
-						// tests use, checked so the script behaves the same there.
-						vm := argolua.VM{ResourceOverrides: overrides(scripts)}
-						script, _, err := vm.GetHealthScript(obj)
-						if err != nil {
-							t.Fatal(err)
-						}
-						vm.UseOpenLibs = open
-						got, err := inZone(zone, func() (*health.HealthStatus, error) { return vm.ExecuteHealthLua(obj, script) })
-						if err != nil {
-							t.Fatalf("%s, useOpenLibs=%v: %v", zone, open, err)
-						}
-						if *got != tc.HealthStatus {
-							t.Errorf("%s, useOpenLibs=%v:\n got %q %q\nwant %q %q", zone, open, got.Status, got.Message, tc.HealthStatus.Status, tc.HealthStatus.Message)
+				for _, form := range forms {
+					for _, zone := range controllerZones {
+						for _, open := range []bool{false, true} {
+							// Argo CD's default sandbox (false) is what argocd-cm
+							// scripts get; open libs (true) is what upstream's own
+							// tests use, checked so the script behaves the same there.
+							vm := argolua.VM{ResourceOverrides: overridesOf(scripts, form.shipped)}
+							script, _, err := vm.GetHealthScript(obj)
+							if err != nil {
+								t.Fatal(err)
+							}
+							vm.UseOpenLibs = open
+							got, err := inZone(zone, func() (*health.HealthStatus, error) { return vm.ExecuteHealthLua(obj, script) })
+							if err != nil {
+								t.Fatalf("%s, %s, useOpenLibs=%v: %v", form.name, zone, open, err)
+							}
+							if *got != tc.HealthStatus {
+								t.Errorf("%s, %s, useOpenLibs=%v:\n got %q %q\nwant %q %q", form.name, zone, open, got.Status, got.Message, tc.HealthStatus.Status, tc.HealthStatus.Message)
+							}
 						}
 					}
 				}
@@ -249,7 +272,6 @@ func randomCondition(r *rand.Rand, bigMsg string) interface{} {
 
 func TestScriptsNeverError(t *testing.T) {
 	scripts := loadScripts(t)
-	vm := argolua.VM{ResourceOverrides: overrides(scripts)}
 	mib := strings.Repeat("é does not exist ", 1<<20/18)
 	bigMsgNotFound := mib[:len(mib)-1] + "\xc3"
 
@@ -308,40 +330,43 @@ func TestScriptsNeverError(t *testing.T) {
 		cases = append(cases, mutation{fmt.Sprintf("random-%03d", i), st, meta})
 	}
 
-	for _, s := range scripts {
-		for _, tc := range cases {
-			t.Run(s.Dir+"/"+tc.name, func(t *testing.T) {
-				obj := map[string]interface{}{
-					"apiVersion": s.Group + "/v1",
-					"kind":       s.Kind,
-				}
-				if tc.meta != nil {
-					obj["metadata"] = tc.meta
-				}
-				if tc.status != nil {
-					obj["status"] = tc.status
-				}
-				u := &unstructured.Unstructured{Object: obj}
-				hs, err := evaluate(t, vm, u)
-				if err != nil {
-					t.Fatalf("script error: %v", err)
-				}
-				switch hs.Status {
-				case health.HealthStatusHealthy, health.HealthStatusProgressing, health.HealthStatusDegraded, health.HealthStatusSuspended:
-				case health.HealthStatusMissing, health.HealthStatusUnknown:
-					if s.Kind != "Application" {
-						t.Fatalf("unexpected status %q %q", hs.Status, hs.Message)
+	for _, form := range forms {
+		vm := argolua.VM{ResourceOverrides: overridesOf(scripts, form.shipped)}
+		for _, s := range scripts {
+			for _, tc := range cases {
+				t.Run(form.name+"/"+s.Dir+"/"+tc.name, func(t *testing.T) {
+					obj := map[string]interface{}{
+						"apiVersion": s.Group + "/v1",
+						"kind":       s.Kind,
 					}
-				default:
-					t.Fatalf("invalid status %q %q", hs.Status, hs.Message)
-				}
-				if strings.HasPrefix(hs.Message, "spokeforge health script failed") {
-					t.Fatalf("a guard is missing; pcall caught: %s", hs.Message)
-				}
-				if len(hs.Message) > 8192 {
-					t.Fatalf("message not truncated: %d bytes", len(hs.Message))
-				}
-			})
+					if tc.meta != nil {
+						obj["metadata"] = tc.meta
+					}
+					if tc.status != nil {
+						obj["status"] = tc.status
+					}
+					u := &unstructured.Unstructured{Object: obj}
+					hs, err := evaluate(t, vm, u)
+					if err != nil {
+						t.Fatalf("script error: %v", err)
+					}
+					switch hs.Status {
+					case health.HealthStatusHealthy, health.HealthStatusProgressing, health.HealthStatusDegraded, health.HealthStatusSuspended:
+					case health.HealthStatusMissing, health.HealthStatusUnknown:
+						if s.Kind != "Application" {
+							t.Fatalf("unexpected status %q %q", hs.Status, hs.Message)
+						}
+					default:
+						t.Fatalf("invalid status %q %q", hs.Status, hs.Message)
+					}
+					if strings.HasPrefix(hs.Message, "spokeforge health script failed") {
+						t.Fatalf("a guard is missing; pcall caught: %s", hs.Message)
+					}
+					if len(hs.Message) > 8192 {
+						t.Fatalf("message not truncated: %d bytes", len(hs.Message))
+					}
+				})
+			}
 		}
 	}
 }
@@ -381,8 +406,12 @@ func TestArgoCDComponentUpToDate(t *testing.T) {
 	}
 	keys := len(scripts)
 	for _, s := range scripts {
-		if cm.Data[s.Key()] != s.Source {
-			t.Errorf("%s does not round-trip to %s/health.lua", s.Key(), s.Dir)
+		shipped, err := s.Shipped()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.Data[s.Key()] != shipped {
+			t.Errorf("%s does not round-trip to %s/health.lua, minified", s.Key(), s.Dir)
 		}
 		if s.Actions != "" {
 			keys++
@@ -451,8 +480,8 @@ func TestComponentPatchesExistingArgoCDCM(t *testing.T) {
 		t.Errorf("existing argocd-cm content was not preserved:\n%s", out)
 	}
 	for _, s := range loadScripts(t) {
-		if cm.Data[s.Key()] != s.Source {
-			t.Errorf("%s missing or altered after kustomize build", s.Key())
+		if shipped, err := s.Shipped(); err != nil || cm.Data[s.Key()] != shipped {
+			t.Errorf("%s missing or altered after kustomize build (%v)", s.Key(), err)
 		}
 	}
 	for k := range cm.Data {

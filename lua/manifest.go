@@ -15,7 +15,9 @@
 //
 // RenderComponent turns the scripts into the kustomize Component under
 // manifests/argocd-cm (a strategic-merge patch of the argocd-cm ConfigMap);
-// regenerate it with `go run ./lua/gen`.
+// regenerate it with `go run ./lua/gen`. The component carries each script
+// minified (Minify: no comments, no indentation, the same lines), the
+// readable source staying in lua/.
 package lua
 
 import (
@@ -47,11 +49,22 @@ type Script struct {
 	Group, Kind string
 	// Dir is the script's directory, e.g. lua/cert-manager.io/Certificate.
 	Dir string
-	// Source is the content of health.lua.
+	// Source is the content of health.lua, the readable form; argocd-cm gets
+	// Shipped().
 	Source string
 	// Actions is the argocd-cm value of the kind's resource actions (Argo
 	// CD's ResourceActions as YAML), from <dir>/actions/; "" when none.
 	Actions string
+}
+
+// Shipped is the script as argocd-cm carries it and Argo CD evaluates it:
+// Source minified (see Minify).
+func (s Script) Shipped() (string, error) {
+	out, err := Minify(s.Source)
+	if err != nil {
+		return "", fmt.Errorf("%s/health.lua: %v", s.Dir, err)
+	}
+	return out, nil
 }
 
 // Key returns the argocd-cm key, e.g.
@@ -142,9 +155,17 @@ func RenderComponent(scripts []Script) (map[string][]byte, error) {
 	p.WriteString(header)
 	p.WriteString("# Strategic-merge patch: adds spokeforge's health checks to an existing\n")
 	p.WriteString("# argocd-cm and leaves every other key alone.\n")
+	p.WriteString("# The health scripts are minified from lua/<group>/<Kind>/health.lua, the readable\n")
+	p.WriteString("# source: comments and indentation removed, also in the [==[ ]==] code they compile\n")
+	p.WriteString("# lazily; strings unchanged, and every line where it is in the source, so a line\n")
+	p.WriteString("# number in an error message points into lua/.\n")
 	p.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: argocd\ndata:\n")
 	for _, s := range scripts {
-		if err := writeBlock(&p, s.Key(), s.Dir+"/health.lua", s.Source); err != nil {
+		shipped, err := s.Shipped()
+		if err != nil {
+			return nil, err
+		}
+		if err := writeBlock(&p, s.Key(), s.Dir+"/health.lua", shipped); err != nil {
 			return nil, err
 		}
 		if s.Actions != "" {

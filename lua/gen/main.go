@@ -1,5 +1,6 @@
 // Command gen copies into each health check under lua/ the helpers of lua/_lib/sfcore.lua it
-// uses, then regenerates the argocd-cm kustomize component in manifests/argocd-cm from them.
+// uses, then regenerates the argocd-cm kustomize component in manifests/argocd-cm from them,
+// each script minified (lua.Minify) in it.
 //
 // Run from the repository root:
 //

@@ -1,0 +1,168 @@
+package lua
+
+import (
+	"strings"
+	"testing"
+
+	argolua "github.com/argoproj/argo-cd/v2/util/lua"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+var minifyCases = []struct{ name, src, want string }{
+	{"comments and indentation", "-- header\n-- more\nlocal x = 1 -- trailing\n  if x then\n\treturn x\n  end\n", "\n\nlocal x=1\nif x then\nreturn x\nend\n"},
+	{"long comment keeps its lines", "--[[ a\nb ]] x = 1\n--[==[ ]] ]=] ]==]y = 2\n", "\nx=1\ny=2\n"},
+	{"comment at the end", "return 1\n-- bye\n\n", "return 1\n"},
+	{"no newline at the end", "return 1", "return 1\n"},
+	{"string content untouched", `x = "a -- not a comment  " .. 'it''s' .. "q\"  -- q" .. "\\" .. '\'' .. "[[ ]]"` + "\n", `x="a -- not a comment  "..'it''s'..` + `"q\"  -- q".."\\"..'\''.."[[ ]]"` + "\n"},
+	{"backslash-newline in a string", "x = \"a\\\n  b\"  -- c\ny = 1\n", "x=\"a\\\n  b\"\ny=1\n"},
+	{"data long strings untouched", "a = [[ -- x\n  y ]]\nb = [=[ ]] -- ]=]\nc = [===[\n  z ]===]\n", "a=[[ -- x\n  y ]]\nb=[=[ ]] -- ]=]\nc=[===[\n  z ]===]\n"},
+	{"code long string minified", "f = loadstring([==[\n  local a = \"  s  \" -- c\n  return a\n]==])\n", "f=loadstring([==[\nlocal a=\"  s  \"\nreturn a\n]==])\n"},
+	{"code long string starting with a comment", "f = [==[-- c\nreturn 1 ]==]\n", "f=[==[\n\nreturn 1\n]==]\n"},
+	{"code long string with data strings", "f = [==[ return [[ a  b ]], [=[ c ]=] ]==]\n", "f=[==[return[[ a  b ]],[=[ c ]=]\n]==]\n"},
+	{"numbers", "a = 1 .. x .. 2.5e+3 .. 0x1F - .5 + 1e5 * 3 % 2 ^ 0xe - 1\n", "a=1 ..x..2.5e+3 ..0x1F-.5+1e5*3%2^0xe -1\n"},
+	{"minus minus is not a comment", "x = 3 - -2 - - - y\n", "x=3- -2- - -y\n"},
+	{"bracket bracket is not a long string", "x = t[ [[k]] ] + t[ [=[k]=] ]\n", "x=t[ [[k]]]+t[ [=[k]=]]\n"},
+	{"operators", "a = b == c and d ~= e or f <= g and h >= i; local t = {...}; x = a .. b .. ...\n", "a=b==c and d~=e or f<=g and h>=i;local t={...};x=a..b.. ...\n"},
+	{"numbers as gopher-lua reads them", "a = 0eA .. .5.3 .. 1e+x\n", "a=0eA .. .5.3 ..1e+x\n"},
+	{"dots and numbers", "x = a .. .5 .. b\n", "x=a.. .5 ..b\n"},
+	{"assignment then comparison", "x = = y\n", "x= =y\n"},
+	{"ambiguous call keeps its line", "local a = f\n(g)()\n", "local a=f\n(g)()\n"},
+	{"keywords and names", "local function f ( a , b ) return not a end\n", "local function f(a,b)return not a end\n"},
+	{"empty", "-- only a comment\n", ""},
+}
+
+func TestMinify(t *testing.T) {
+	for _, c := range minifyCases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Minify(c.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Errorf("Minify(%q)\n got %q\nwant %q", c.src, got, c.want)
+			}
+			if again, err := Minify(got); err != nil || again != got {
+				t.Errorf("not idempotent: %q, %v", again, err)
+			}
+		})
+	}
+}
+
+func TestMinifyRefuses(t *testing.T) {
+	for _, src := range []string{
+		"x = \"abc\n\"\n",
+		"x = 'abc",
+		"x = [[abc",
+		"x = [==[ abc ]=]",
+		"--[[ abc",
+		"x = 1\r\ny = 2\n",
+		"x = ~y\n",
+		"--[= c\n",
+		"x = t[=1]\n",
+		"x = 0x\n",
+		"x = $\n",
+		"f = [==[ x = \"unterminated ]==]\n", // code strings must lex as code
+	} {
+		if got, err := Minify(src); err == nil {
+			t.Errorf("Minify(%q) = %q, want an error", src, got)
+		}
+	}
+}
+
+// TestMinifyShrinksScripts checks each script's shipped form: smaller, the
+// same number of lines, no comment left.
+func TestMinifyShrinksScripts(t *testing.T) {
+	for _, s := range loadScripts(t) {
+		out, err := s.Shipped()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(out, "\n") > strings.Count(s.Source, "\n") || len(out) >= len(s.Source)*3/4 {
+			t.Errorf("%s: %d lines, %d bytes from %d lines, %d bytes", s.Dir, strings.Count(out, "\n"), len(out), strings.Count(s.Source, "\n"), len(s.Source))
+		}
+		for n, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "--") {
+				t.Errorf("%s: shipped line %d is indented or a comment: %q", s.Dir, n+1, line)
+			}
+		}
+		t.Logf("%s: %d → %d bytes", s.Dir, len(s.Source), len(out))
+	}
+}
+
+// dataInCodeString reports whether msg shows the content of one of src's
+// [==[ ]==] strings: the script used it as data, which Minify's convention
+// excludes.
+func dataInCodeString(src, msg string) bool {
+	toks, _, err := lexLua(src)
+	if err != nil {
+		return false
+	}
+	for _, tok := range toks {
+		if tok.kind == tokLongString && tok.level == codeLevel {
+			body := strings.TrimSpace(tok.text[codeLevel+2 : len(tok.text)-codeLevel-2])
+			if body != "" && strings.Contains(msg, body) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// FuzzMinify checks that a script and its minified form behave the same
+// through Argo CD's util/lua, as the controller runs a health check (default
+// sandbox): the same health on a few fixtures, or both failing (an input that
+// shows a [==[ ]==] string's text in its message is skipped: such a string is
+// code by Minify's convention). The seeds are
+// the scripts of lua/ and the cases above; go test runs them, and
+// go test ./lua -run '^$' -fuzz FuzzMinify mutates them.
+func FuzzMinify(f *testing.F) {
+	for _, s := range loadScripts(f) {
+		f.Add(s.Source)
+	}
+	for _, c := range minifyCases {
+		f.Add(c.src)
+	}
+	f.Add("return loadstring([==[\n  return { status = \"Healthy\", -- x\n message = [[ -- y ]] .. \"--z\" .. [=[ ]=] } ]==])()\n")
+	var objs []*unstructured.Unstructured
+	for _, p := range []string{
+		"cert-manager.io/Certificate/testdata/degraded_stale_backoff.yaml",
+		"external-secrets.io/ExternalSecret/testdata/progressing_eventual_consistency_in_grace.yaml",
+		"spokeforge.io/Onboarding/testdata/degraded_queues.yaml",
+	} {
+		objs = append(objs, loadObj(f, p))
+	}
+	vm := argolua.VM{}
+	f.Fuzz(func(t *testing.T, src string) {
+		out, err := Minify(src)
+		if err != nil {
+			return
+		}
+		if again, err := Minify(out); err != nil || again != out {
+			t.Fatalf("not idempotent: %q → %q (%v)", out, again, err)
+		}
+		for _, obj := range objs {
+			want, errSrc := vm.ExecuteHealthLua(obj, src)
+			got, errOut := vm.ExecuteHealthLua(obj, out)
+			if (errSrc == nil) != (errOut == nil) {
+				t.Fatalf("%s: source gives %v, minified %v\nminified:\n%s", obj.GetKind(), errSrc, errOut, out)
+			}
+			if errSrc != nil {
+				// A syntax error ("<string> line:1(column:5) near …", "<string>
+				// at EOF: …") says where the parser stopped, which minifying
+				// moves; a timeout says nothing about the script. Any other
+				// error (a runtime error names the line) must be the same.
+				e := errSrc.Error()
+				if !strings.Contains(e, "<string> line:") && !strings.Contains(e, "<string> at EOF") && !strings.Contains(e, "context deadline") && e != errOut.Error() {
+					t.Fatalf("%s: source fails with %q, minified with %q", obj.GetKind(), errSrc, errOut)
+				}
+				continue
+			}
+			if *want != *got {
+				if dataInCodeString(src, want.Message) {
+					t.Skip("a [==[ ]==] string used as data, not code: outside Minify's convention")
+				}
+				t.Fatalf("%s: source gives %+v, minified %+v", obj.GetKind(), *want, *got)
+			}
+		}
+	})
+}
