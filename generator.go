@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -50,6 +51,9 @@ hub's Argo CD cluster Secrets and Applications in --namespace. See docs/generato
 			}
 			if g.App.TargetRevision == "" {
 				g.App.TargetRevision = g.Revision
+			}
+			if os.Getenv("GOGC") == "" {
+				debug.SetGCPercent(generator.GCPercent)
 			}
 			g.Log = log
 			src, err := generator.NewGitSource(g)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -172,7 +173,17 @@ func (s *sink) Write(b []byte) (int, error) {
 
 // benchCalls runs kind calls from 10 concurrent callers and reports p50/p99 latency.
 func benchCalls(b *testing.B, clusters int, kind string) {
+	atGeneratorGC(b)
 	benchServe(b, env(b, clusters).srv, kind)
+}
+
+// atGeneratorGC runs the benchmark at the GC target the generator command
+// sets (GCPercent), unless GOGC is in the environment, as the command does.
+func atGeneratorGC(b *testing.B) {
+	if os.Getenv("GOGC") == "" {
+		old := debug.SetGCPercent(GCPercent)
+		b.Cleanup(func() { debug.SetGCPercent(old) })
+	}
 }
 
 // benchServe is benchCalls against srv.
@@ -239,6 +250,7 @@ func BenchmarkClusters(b *testing.B) {
 func BenchmarkSnapshotLoad(b *testing.B) {
 	for _, n := range scales {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			atGeneratorGC(b)
 			fsys := synthRepo(n)
 			var keep *Snapshot
 			runtime.GC()
@@ -278,6 +290,7 @@ func BenchmarkIncrementalLoad(b *testing.B) {
 			next map[string][]byte
 		}{{"one-changed", one}, {"all-changed", all}} {
 			b.Run(fmt.Sprintf("clusters=%d/%s", n, c.name), func(b *testing.B) {
+				atGeneratorGC(b)
 				commits := []func() *repo.MemFS{blobFS(base), blobFS(c.next)}
 				l := NewLoader(testSource)
 				if _, errs := l.Load(commits[0](), "c0"); len(errs) > 0 {
@@ -332,6 +345,7 @@ func copyFiles(m map[string][]byte) map[string][]byte {
 // changes every 100 ms (a spoke Application's health flips), so answers are
 // recomputed as they would be on a live hub.
 func BenchmarkZonesHubChurn(b *testing.B) {
+	atGeneratorGC(b)
 	e := env(b, 10000)
 	hub := &churnHub{fakeHub: synthHub(10000)}
 	srv := benchServer(b, &staticSource{snap: e.snap}, hub)
@@ -393,6 +407,7 @@ func (h *churnHub) Application(n string) (App, bool) {
 func BenchmarkPlace(b *testing.B) {
 	for _, n := range scales {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			atGeneratorGC(b)
 			e := env(b, n)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {

@@ -88,6 +88,15 @@ const CommitHeader = "X-Spokeforge-Commit"
 // DefaultMaxBodyBytes: an Argo CD request is a few hundred bytes.
 const DefaultMaxBodyBytes = 64 << 10
 
+// GCPercent is the GC target the generator command runs at (GOGC in the
+// environment wins). Nearly all of its allocation is snapshot loads and the
+// answers built from them; requests are served from encoded bytes. At the
+// default 100 the heap doubles past the ~115 MB a 10,000-cluster snapshot
+// keeps while a load runs beside it: 25 keeps the peak resident set under
+// 300 MiB there, for about a tenth more CPU per one-record commit
+// (docs/benchmarks.md, issue 17).
+const GCPercent = 25
+
 // NewServer builds the API over src and hub. hub may be nil only if no
 // zones are ever asked for; kind: zones then answers 503.
 func NewServer(cfg Config, src Source, hub Hub) (*Server, error) {
