@@ -125,8 +125,8 @@ func TestUIContracts(t *testing.T) {
 	certNode := fmt.Sprintf(`.application-resource-tree__node[title^="Kind: Certificate\ANamespace: %s\AName: %s"]`, ns, cert)
 	title := b.waitFor(t, "the Certificate's retry hint", 2*time.Minute, attr(certNode+healthIcon, "title"), contains("cmctl renew"))
 	t.Logf("UI: Certificate node: %s", title)
-	// The panel fetches the resource's actions once, when the menu first opens: if that was
-	// before cert-manager's Issuing=False landed, reopening the panel asks again.
+	// An open actions menu keeps the items it opened with: if it opened before cert-manager's
+	// Issuing=False landed, it never offers reissue; reopening the panel loads them again.
 	offered := false
 	for attempt := 0; attempt < 6 && !offered; attempt++ {
 		b.open(t, certNode, cert)
