@@ -14,6 +14,9 @@
 //   - SQS CreateQueue/GetQueueUrl/GetQueueAttributes (JSON 1.0, the
 //     protocol current SDKs speak; goaws v0.4.5 speaks only the query
 //     protocol, so it cannot serve them);
+//   - KMS Encrypt/Decrypt (JSON 1.1, in kms.go: symmetric keys the test
+//     names, real AES-GCM ciphertexts bound to the key and the encryption
+//     context, NotFound/InvalidCiphertext/AccessDenied as KMS answers);
 //   - S3 through github.com/johannesboyne/gofakes3 (path-style).
 //
 // Requests are routed by the service in the SigV4 credential scope. Every
@@ -75,7 +78,9 @@ type Server struct {
 	secrets     map[string]*secret
 	repos       map[string]time.Time
 	queues      map[string]*queue
-	smWindow    time.Duration // SetSecretsConsistencyWindow
+	kmsKeys     map[string][]byte // key ARN → its AES-256 secret
+	kmsDenied   map[string]bool   // key ARN + " " + action ("kms:Decrypt")
+	smWindow    time.Duration     // SetSecretsConsistencyWindow
 	faults      map[string]*Fault
 	calls       map[string]int
 	s3          *gofakes3.GoFakeS3
@@ -110,7 +115,7 @@ func New(accountID, region string) *Server {
 	return &Server{
 		AccountID: accountID, Region: region,
 		roles: map[string]bool{}, keys: map[string]session{}, secrets: map[string]*secret{},
-		repos: map[string]time.Time{}, queues: map[string]*queue{}, faults: map[string]*Fault{}, calls: map[string]int{},
+		repos: map[string]time.Time{}, queues: map[string]*queue{}, kmsKeys: map[string][]byte{}, kmsDenied: map[string]bool{}, faults: map[string]*Fault{}, calls: map[string]int{},
 		s3: gofakes3.New(be, gofakes3.WithAutoBucket(false)), backend: be,
 	}
 }
@@ -286,7 +291,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.s3.Server().ServeHTTP(w, r)
-	case "secretsmanager", "ecr", "sqs":
+	case "secretsmanager", "ecr", "sqs", "kms":
 		target := r.Header.Get("X-Amz-Target")
 		_, opName, _ := strings.Cut(target, ".")
 		op := service + "." + opName
@@ -307,6 +312,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.secretsManager(w, opName, in)
 		case "ecr":
 			s.ecr(w, opName, in)
+		case "kms":
+			s.kms(w, sess, opName, in)
 		default:
 			s.sqs(w, r.Host, opName, in)
 		}
