@@ -3,6 +3,8 @@ package secrets
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/stores/yaml"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
 	"github.com/spokeforge/spokeforge/internal/sopstest"
@@ -27,7 +31,8 @@ const (
 )
 
 // world is a repo with the example record, a fresh age key, and a fake
-// Secrets Manager driven by the real SDK client.
+// Secrets Manager driven by the real SDK client; the fake's KMS serves
+// SOPS's KMS keys through the SDK's default config (sopstest.UseFakeKMS).
 type world struct {
 	t    testing.TB
 	root string
@@ -62,6 +67,7 @@ func newWorld(t testing.TB, record string) *world {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.aws.Close() })
+	sopstest.UseFakeKMS(t, w.url, "AKIASYNC")
 	return w
 }
 
@@ -81,6 +87,28 @@ func (w *world) secret(name string, values map[string]string) {
 		w.t.Fatal(err)
 	}
 	w.write("clusters/gpu-east-1/secrets/"+name+".sops.yaml", b)
+}
+
+// kmsSecret writes a secret file encrypted to a KMS key ARN of the fake
+// at url (the world's, or another fake's), and returns its data key.
+func (w *world) kmsSecret(name string, values map[string]string, url, arn string) []byte {
+	w.t.Helper()
+	sopstest.UseFakeKMS(w.t, url, "AKIASYNC")
+	defer sopstest.UseFakeKMS(w.t, w.url, "AKIASYNC")
+	b, err := sopstest.EncryptKMS(values, map[string]string{"cluster": "gpu-east-1"}, arn)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	tree, err := yaml.NewStore(&config.YAMLStoreConfig{}).LoadEncryptedFile(b)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	key, err := tree.Metadata.GetDataKey()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.write("clusters/gpu-east-1/secrets/"+name+".sops.yaml", b)
+	return key
 }
 
 func (w *world) client() *sm.Client {
@@ -190,7 +218,13 @@ func TestSyncAgainstSecretsManager(t *testing.T) {
 	p := filepath.Join(w.root, "clusters/gpu-east-1/secrets/model-api-key.sops.yaml")
 	b, _ := os.ReadFile(p)
 	i := bytes.Index(b, []byte("data:")) + 5
-	b[i] ^= 0x01
+	// Another base64 character: a flipped bit could leave the alphabet
+	// ('A' ^ 1 is '@') and make the value read as not encrypted instead.
+	if b[i] == 'A' {
+		b[i] = 'B'
+	} else {
+		b[i] = 'A'
+	}
 	w.write("clusters/gpu-east-1/secrets/model-api-key.sops.yaml", b)
 	r = w.sync(false)
 	if statuses(r) != "hf-token=updated model-api-key=failed" || r.ExitCode() != ExitPartial || r.Summary != "1 of 2 synchronised (1 updated), 1 failed" {
@@ -255,6 +289,89 @@ func TestSyncOrphansAndMissingFiles(t *testing.T) {
 	r = w.sync(false)
 	if r.ExitCode() != ExitNone || r.Items[0].Retries != 0 || !strings.Contains(r.Items[0].Reason, "PutSecretValue: AccessDeniedException") {
 		t.Fatalf("denied: %s %+v", r.Summary, r.Items)
+	}
+}
+
+// Files encrypted to AWS KMS keys decrypt through the fake's KMS, reached
+// as in production through the SDK's default config. A file whose key
+// refuses kms:Decrypt, or does not exist, fails alone: its reason names the
+// file and the credentials it needs, never a value or the data key.
+func TestSyncKMSRecipients(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// hf is hf-token's recipient: "kms", "age", "denied" (kms:Decrypt
+		// refused) or "missing" (a key the account does not have);
+		// model-api-key is always encrypted to a KMS key.
+		hf            string
+		first, second string
+		hfKMSDecrypts int // kms.Decrypt calls hf-token makes per run
+	}{
+		{"kms", "kms", "hf-token=created model-api-key=created", "hf-token=unchanged model-api-key=unchanged", 1},
+		{"age beside kms", "age", "hf-token=created model-api-key=created", "hf-token=unchanged model-api-key=unchanged", 0},
+		{"kms:Decrypt denied", "denied", "hf-token=failed model-api-key=created", "hf-token=failed model-api-key=unchanged", 1},
+		{"kms key missing", "missing", "hf-token=failed model-api-key=created", "hf-token=failed model-api-key=unchanged", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, "")
+			apiArn, hfArn := w.aws.NewKMSKey(), w.aws.NewKMSKey()
+			apiDataKey := w.kmsSecret("model-api-key", map[string]string{"token": "value-api-kms"}, w.url, apiArn)
+			hfValues := map[string]string{"token": "value-hf-kms", "user": "value-user-kms"}
+			var hfDataKey []byte
+			switch tc.hf {
+			case "age":
+				w.secret("hf-token", hfValues)
+			case "kms":
+				hfDataKey = w.kmsSecret("hf-token", hfValues, w.url, hfArn)
+			case "denied":
+				hfDataKey = w.kmsSecret("hf-token", hfValues, w.url, hfArn)
+				w.aws.DenyKMS(hfArn, "kms:Decrypt")
+			case "missing":
+				other := awsfake.New("111122223333", "us-east-1")
+				other.StaticKey("AKIASYNC", "arn:aws:iam::111122223333:role/gitops-sync")
+				url, err := other.Start("127.0.0.1:0")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer other.Close()
+				hfArn = other.NewKMSKey()
+				hfDataKey = w.kmsSecret("hf-token", hfValues, url, hfArn)
+			}
+			secretValues := []string{"value-api-kms", "value-hf-kms", "value-user-kms"}
+			for _, k := range [][]byte{apiDataKey, hfDataKey} {
+				if k != nil {
+					secretValues = append(secretValues, string(k), hex.EncodeToString(k), base64.StdEncoding.EncodeToString(k))
+				}
+			}
+
+			for run, want := range []string{tc.first, tc.second} {
+				before := w.aws.Calls("kms.Decrypt")
+				r := w.sync(false)
+				if statuses(r) != want {
+					t.Fatalf("run %d: %s, want %s: %+v", run+1, statuses(r), want, r.Items)
+				}
+				if got := w.aws.Calls("kms.Decrypt") - before; got != 1+tc.hfKMSDecrypts {
+					t.Fatalf("run %d: %d kms.Decrypt calls, want %d", run+1, got, 1+tc.hfKMSDecrypts)
+				}
+				noValues(t, r, secretValues...)
+				if tc.hf == "denied" || tc.hf == "missing" {
+					hf := r.Items[0]
+					if r.ExitCode() != ExitPartial || hf.Status != Failed ||
+						!strings.Contains(hf.Reason, "clusters/gpu-east-1/secrets/hf-token.sops.yaml: no key at hand decrypts its data key (it is encrypted to KMS "+hfArn+")") ||
+						!strings.Contains(hf.Reason, "AWS credentials allowed kms:Decrypt") {
+						t.Fatalf("run %d: exit %d, hf-token %+v", run+1, r.ExitCode(), hf)
+					}
+					if w.aws.SecretVersions(hfToken) != 0 {
+						t.Fatal("hf-token was written")
+					}
+				} else if r.ExitCode() != ExitSynchronised {
+					t.Fatalf("run %d: exit %d %q", run+1, r.ExitCode(), r.Summary)
+				}
+			}
+			got, err := w.client().GetSecretValue(context.Background(), &sm.GetSecretValueInput{SecretId: aws.String(apiKey)})
+			if err != nil || aws.ToString(got.SecretString) != `{"token":"value-api-kms"}` || w.aws.SecretVersions(apiKey) != 1 {
+				t.Fatalf("model-api-key: %v, %d versions", err, w.aws.SecretVersions(apiKey))
+			}
+		})
 	}
 }
 

@@ -1,15 +1,19 @@
 // Package sopstest writes SOPS-encrypted secret files the way
-// `sops --encrypt` does (the same library, age recipients), for tests and
-// the e2e suite, with age keys made at test time: no private key is ever
-// committed. Only tests import it; the shipped binary does not contain it.
+// `sops --encrypt` does (the same library), for tests and the e2e suite:
+// to age keys made at test time, so that no private key is ever committed,
+// or to AWS KMS keys of the fake KMS (internal/awsfake). Only tests import
+// it; the shipped binary does not contain it.
 package sopstest
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 
 	"filippo.io/age"
@@ -18,6 +22,7 @@ import (
 	sopsage "github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/config"
 	"github.com/getsops/sops/v3/keys"
+	"github.com/getsops/sops/v3/kms"
 	"github.com/getsops/sops/v3/stores/yaml"
 	"github.com/getsops/sops/v3/version"
 	yamlv3 "gopkg.in/yaml.v3"
@@ -48,6 +53,74 @@ func (k Key) WriteIdentity(dir string) (string, error) {
 // Encrypt returns values as a SOPS YAML file encrypted to the age
 // recipients, keys in sorted order, as `sops --encrypt` writes it.
 func Encrypt(values map[string]string, recipients ...string) ([]byte, error) {
+	var group sops.KeyGroup
+	for _, r := range recipients {
+		mk, err := sopsage.MasterKeyFromRecipient(r)
+		if err != nil {
+			return nil, err
+		}
+		group = append(group, keys.MasterKey(mk))
+	}
+	return encrypt(values, group)
+}
+
+// UseFakeKMS points the AWS SDK's default configuration, which SOPS's KMS
+// keys load to encrypt and to decrypt a data key, at a fake KMS for the
+// rest of the test: AWS_ENDPOINT_URL_KMS is endpoint (an awsfake URL), the
+// credentials are the static access key akid (one the fake knows, e.g.
+// from StaticKey), and no profile, shared config file, web identity or
+// instance metadata is read. It uses t.Setenv: not for parallel tests.
+func UseFakeKMS(t testing.TB, endpoint, akid string) {
+	t.Helper()
+	none := filepath.Join(t.TempDir(), "no-aws-config")
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_KMS": endpoint, "AWS_ACCESS_KEY_ID": akid, "AWS_SECRET_ACCESS_KEY": "fake-secret",
+		"AWS_CONFIG_FILE": none, "AWS_SHARED_CREDENTIALS_FILE": none, "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+	for _, k := range []string{"AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ROLE_ARN",
+		"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+}
+
+// EncryptKMS is Encrypt to AWS KMS key ARNs: SOPS's kms.MasterKey encrypts
+// the data key to each, with the encryption context (nil: none), through
+// the SDK's default configuration as `sops --encrypt --kms` does. It
+// refuses unless AWS_ENDPOINT_URL_KMS names a loopback endpoint
+// (UseFakeKMS), so it never reaches a real KMS.
+func EncryptKMS(values, context map[string]string, arns ...string) ([]byte, error) {
+	ep := os.Getenv("AWS_ENDPOINT_URL_KMS")
+	u, err := url.Parse(ep)
+	if ep == "" || err != nil || !loopback(u.Hostname()) {
+		return nil, fmt.Errorf("sopstest: AWS_ENDPOINT_URL_KMS=%q is not a local fake KMS: call UseFakeKMS first", ep)
+	}
+	var ctx map[string]*string
+	if context != nil {
+		ctx = map[string]*string{}
+		for k, v := range context {
+			ctx[k] = &v
+		}
+	}
+	var group sops.KeyGroup
+	for _, arn := range arns {
+		group = append(group, kms.NewMasterKey(arn, "", ctx))
+	}
+	return encrypt(values, group)
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func encrypt(values map[string]string, group sops.KeyGroup) ([]byte, error) {
 	var names []string
 	for k := range values {
 		names = append(names, k)
@@ -67,14 +140,6 @@ func Encrypt(values map[string]string, recipients ...string) ([]byte, error) {
 	branches, err := store.LoadPlainFile(plain)
 	if err != nil {
 		return nil, err
-	}
-	var group sops.KeyGroup
-	for _, r := range recipients {
-		mk, err := sopsage.MasterKeyFromRecipient(r)
-		if err != nil {
-			return nil, err
-		}
-		group = append(group, keys.MasterKey(mk))
 	}
 	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{
 		KeyGroups: []sops.KeyGroup{group}, UnencryptedSuffix: "_unencrypted", Version: version.Version,
