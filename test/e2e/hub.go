@@ -543,27 +543,88 @@ func (h *Hub) start(ctx context.Context) error {
 	return h.waitClusterKnown(ctx)
 }
 
-// buildSpokeforge builds the spokeforge binary into PathDir when RepoRoot/main.go exists.
+// buildSpokeforge puts the spokeforge and fakeaws binaries into PathDir when RepoRoot/main.go
+// exists: hard links to the build this process made of RepoRoot (sharedBuild), so a run
+// that starts two dozen hubs builds them once instead of linking the cgo binary per hub.
 func (h *Hub) buildSpokeforge(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(h.opts.RepoRoot, "main.go")); err != nil {
 		return nil
 	}
-	out := filepath.Join(h.PathDir, "spokeforge")
-	fake := filepath.Join(h.PathDir, "fakeaws")
+	b := sharedBuild(h.opts.RepoRoot)
 	log := filepath.Join(h.LogDir, "build-spokeforge.log")
-	cmd := exec.CommandContext(ctx, "sh", "-c", `go build -o "$1" . && go build -o "$2" ./test/e2e/fakeaws`, "build", out, fake)
-	cmd.Dir = h.opts.RepoRoot
-	b, err := cmd.CombinedOutput()
-	_ = os.WriteFile(log, b, 0o644)
-	if err != nil {
+	_ = os.WriteFile(log, b.out, 0o644)
+	if b.err != nil {
 		if h.opts.SpokeforgeOptional {
-			fmt.Fprintf(os.Stderr, "e2e: building spokeforge failed (going on without it): %v; log: %s\n", err, log)
+			fmt.Fprintf(os.Stderr, "e2e: building spokeforge failed (going on without it): %v; log: %s\n", b.err, log)
 			return nil
 		}
-		return fmt.Errorf("go build spokeforge in %s: %v; log: %s\n%s", h.opts.RepoRoot, err, log, b)
+		return fmt.Errorf("go build spokeforge in %s: %v; log: %s\n%s", h.opts.RepoRoot, b.err, log, b.out)
+	}
+	out := filepath.Join(h.PathDir, "spokeforge")
+	fake := filepath.Join(h.PathDir, "fakeaws")
+	for dst, src := range map[string]string{out: b.spokeforge, fake: b.fakeAWS} {
+		if err := linkOrCopy(src, dst); err != nil {
+			return err
+		}
 	}
 	h.Spokeforge, h.FakeAWS = out, fake
 	return nil
+}
+
+// builds holds this process's one build per repository root.
+var builds = struct {
+	sync.Mutex
+	m map[string]*repoBuild
+}{m: map[string]*repoBuild{}}
+
+// repoBuild is a build of spokeforge and fakeaws, made once by the first hub that asks.
+type repoBuild struct {
+	once                sync.Once
+	spokeforge, fakeAWS string
+	out                 []byte
+	err                 error
+}
+
+// sharedBuild builds RepoRoot's spokeforge and fakeaws into a folder that KillAll removes,
+// once per process; later callers wait for that build. It runs outside any one hub's
+// context, so a test that ends early cannot fail the build for the others.
+func sharedBuild(root string) *repoBuild {
+	builds.Lock()
+	b, ok := builds.m[root]
+	if !ok {
+		b = &repoBuild{}
+		builds.m[root] = b
+	}
+	builds.Unlock()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "spokeforge-e2e-build-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		registry.Lock()
+		registry.dirs[dir] = struct{}{}
+		registry.Unlock()
+		b.spokeforge, b.fakeAWS = filepath.Join(dir, "spokeforge"), filepath.Join(dir, "fakeaws")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", `go build -o "$1" . && go build -o "$2" ./test/e2e/fakeaws`, "build", b.spokeforge, b.fakeAWS)
+		cmd.Dir = root
+		b.out, b.err = cmd.CombinedOutput()
+	})
+	return b
+}
+
+// linkOrCopy makes dst a hard link to src, or a copy where links cannot be made.
+func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o755)
 }
 
 // pluginConfigDir returns the folder holding the plugin.yaml of the cmp-server.

@@ -178,7 +178,8 @@ func (h *Hub) startAPIServer(ctx context.Context, c *Cluster) error {
 		"--profiling=false",
 		"--v=1",
 	}
-	p, err := start(h.LogDir, procSpec{name: "kube-apiserver-" + c.Name, path: h.bin("kube-apiserver"), args: args})
+	// Through h.run, so Stop ends it with the hub (before etcd) instead of at the end of the run.
+	p, err := h.run(procSpec{name: "kube-apiserver-" + c.Name, path: h.bin("kube-apiserver"), args: args})
 	if err != nil {
 		return err
 	}

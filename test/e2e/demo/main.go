@@ -20,9 +20,10 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	err := run()
+	e2e.KillAll() // what the hub left, and the spokeforge build the hub linked
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
-		e2e.KillAll()
 		os.Exit(1)
 	}
 }
