@@ -366,7 +366,7 @@ func (h *Hub) start(ctx context.Context) error {
 		}
 	}
 	buildDone := make(chan error, 1)
-	go func() { buildDone <- h.buildSpokeforge(ctx) }()
+	go func() { buildDone <- h.linkSpokeforge() }()
 
 	// etcd
 	h.EtcdURL = fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
@@ -543,10 +543,10 @@ func (h *Hub) start(ctx context.Context) error {
 	return h.waitClusterKnown(ctx)
 }
 
-// buildSpokeforge puts the spokeforge and fakeaws binaries into PathDir when RepoRoot/main.go
+// linkSpokeforge puts the spokeforge and fakeaws binaries into PathDir when RepoRoot/main.go
 // exists: hard links to the build this process made of RepoRoot (sharedBuild), so a run
 // that starts two dozen hubs builds them once instead of linking the cgo binary per hub.
-func (h *Hub) buildSpokeforge(ctx context.Context) error {
+func (h *Hub) linkSpokeforge() error {
 	if _, err := os.Stat(filepath.Join(h.opts.RepoRoot, "main.go")); err != nil {
 		return nil
 	}
