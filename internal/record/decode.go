@@ -107,13 +107,13 @@ func Parse(file string, data []byte) (*Document, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, Error{File: file, Msg: "empty document"}
 		}
-		return nil, Error{File: file, Line: yamlErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
+		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, Error{File: file, Line: yamlErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
+		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
 	default:
 		return nil, Error{File: file, Line: next.Line, Msg: "a second YAML document starts here: a record file holds exactly one document"}
 	}
@@ -379,7 +379,7 @@ func describe(n *yaml.Node) string {
 	return fmt.Sprintf("%s %q", strings.TrimPrefix(n.Tag, "!!"), v)
 }
 
-func yamlErrLine(err error) int {
+func YAMLErrLine(err error) int {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
 		return 0

@@ -47,8 +47,13 @@ func ReadCluster(root, cluster string) (map[string][]byte, record.Errors) {
 		return nil, errs
 	}
 	files := map[string][]byte{}
-	for _, e := range entries {
+	for i, e := range entries {
 		p := rel + "/" + e.Name()
+		// Every entry counts, so a folder of stray names gives one finding, not a million.
+		if i >= MaxFiles {
+			fail(p, "is past the limit of %d secret files per cluster", MaxFiles)
+			break
+		}
 		if _, _, bad := record.ControlChar(e.Name()); bad {
 			fail(rel+"/", "holds a file whose name has a control or invisible character")
 			continue
@@ -56,10 +61,6 @@ func ReadCluster(root, cluster string) (map[string][]byte, record.Errors) {
 		if !strings.HasSuffix(e.Name(), Suffix) || e.Name() == Suffix {
 			fail(p, "only <name>%s files belong in %s/ (one per secret the record lists)", Suffix, rel)
 			continue
-		}
-		if len(files) >= MaxFiles {
-			fail(p, "is past the limit of %d secret files per cluster", MaxFiles)
-			break
 		}
 		b, err := safefile.Read(dir, e.Name(), MaxFileBytes)
 		if err != nil {
@@ -94,12 +95,7 @@ func Check(c validate.ClusterEntry, files map[string][]byte) record.Errors {
 				Msg: fmt.Sprintf("the secret %s has no file %s: encrypt its value with sops --encrypt (docs/secrets.md)", s.Name, p)})
 			continue
 		}
-		f, ferrs := Parse(p, data)
-		if len(ferrs) > 0 {
-			errs = append(errs, ferrs...)
-			continue
-		}
-		errs = append(errs, keysMatch(p, f, s.Keys, field)...)
+		errs = append(errs, CheckSecret(p, data, s.Keys, field)...)
 	}
 	var orphans []string
 	for p := range files {
@@ -113,6 +109,17 @@ func Check(c validate.ClusterEntry, files map[string][]byte) record.Errors {
 			"no entry in %s spec.secrets lists it: add the secret to the record, or remove the file (the secret stays in Secrets Manager until deleted by hand)", c.File)})
 	}
 	return errs
+}
+
+// CheckSecret checks the file p of one secret the record lists at field (Parse), and that
+// it holds exactly the keys listed (any keys when the record lists none): what validate
+// and the sync both require of a file before it is used.
+func CheckSecret(p string, data []byte, keys []string, field string) record.Errors {
+	f, errs := Parse(p, data)
+	if len(errs) > 0 {
+		return errs
+	}
+	return keysMatch(p, f, keys, field)
 }
 
 // keysMatch: with keys listed in the record, the file holds exactly those.

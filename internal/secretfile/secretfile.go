@@ -39,6 +39,10 @@ const (
 	MaxFileBytes = 256 << 10
 	// MaxFiles bounds the files of one cluster's secrets folder.
 	MaxFiles = 1000
+	// MaxRecipients bounds a file's recipients (age and KMS, key groups
+	// included): SOPS tries each in turn, a KMS one over the network, and
+	// cannot be interrupted while it does.
+	MaxRecipients = 16
 )
 
 // Path is the repo path of the file of the secret name of cluster.
@@ -69,10 +73,7 @@ var encCommentRE = regexp.MustCompile(`^#\s*ENC\[AES256_GCM,data:[A-Za-z0-9+/=]*
 var (
 	ageRecipientRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^age1[02-9ac-hj-np-z]{58}$`) })
 	kmsArnRE       = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:kms:[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}:\d{12}:(key/[0-9a-f-]{36}|alias/[A-Za-z0-9/_-]{1,250})$`)
-	})
-	roleArnRE = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$`)
+		return regexp.MustCompile(`^arn:aws(-cn|-us-gov)?:kms:[a-z]{2}(-gov)?-[a-z]+-\d{1,2}:\d{12}:(key/[0-9a-f-]{36}|alias/[A-Za-z0-9/_-]{1,250})$`)
 	})
 )
 
@@ -113,8 +114,9 @@ func Parse(display string, data []byte) (*File, record.Errors) {
 		if errors.Is(err, io.EOF) {
 			p.fail(0, "", "is empty; encrypt it with sops --encrypt (docs/secrets.md)")
 		} else {
-			// yaml.v3's syntax errors name a line and a problem, not the text.
-			p.fail(0, "", "is not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+			// Only the line: yaml.v3's messages can quote the file (an unknown
+			// alias is named), and the file holds a secret.
+			p.fail(record.YAMLErrLine(err), "", "is not valid YAML")
 		}
 		return nil, p.errs
 	}
@@ -265,8 +267,11 @@ func (p *parser) metadata(m *yaml.Node) {
 			p.fail(m.Line, path, "lacks %s; the file was not written by sops", req)
 		}
 	}
-	if len(p.out.Age)+len(p.out.KMS) == 0 {
+	switch n := len(p.out.Age) + len(p.out.KMS); {
+	case n == 0:
 		p.fail(m.Line, path, "names no age or AWS KMS recipient")
+	case n > MaxRecipients:
+		p.fail(m.Line, path, "names %d recipients; at most %d are accepted", n, MaxRecipients)
 	}
 }
 
@@ -322,11 +327,13 @@ func (p *parser) recipients(kind, path string, v *yaml.Node) {
 		case "kms":
 			for f := range fields {
 				switch f {
-				case "arn", "enc", "created_at", "role", "context":
-				case "aws_profile":
-					// The profile would pick credentials of the machine the sync runs on.
+				case "arn", "enc", "created_at", "context":
+				case "aws_profile", "role":
+					// A profile would pick credentials of the machine the sync runs on;
+					// a role would be assumed with the sync's credentials, in any account
+					// the file names.
 					if str(f) != "" {
-						p.fail(e.Line, ep+".aws_profile", "is not supported: the sync uses the AWS SDK's default credential chain")
+						p.fail(e.Line, ep+"."+f, "is not supported: the sync decrypts with the AWS SDK's default credential chain, which needs kms:Decrypt on the key")
 					}
 				default:
 					p.fail(e.Line, ep, "unknown KMS recipient field at line %d", e.Line)
@@ -335,10 +342,6 @@ func (p *parser) recipients(kind, path string, v *yaml.Node) {
 			arn := str("arn")
 			if !kmsArnRE().MatchString(arn) {
 				p.fail(e.Line, ep+".arn", "is not an AWS KMS key or alias ARN")
-				continue
-			}
-			if role := str("role"); role != "" && !roleArnRE().MatchString(role) {
-				p.fail(e.Line, ep+".role", "is not an IAM role ARN")
 				continue
 			}
 			p.out.KMS = append(p.out.KMS, arn)

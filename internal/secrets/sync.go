@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -137,6 +139,12 @@ func loadClusters(root, cluster string) ([]validate.ClusterEntry, error) {
 			return nil, fmt.Errorf("--cluster: not a cluster name")
 		}
 		rel := "clusters/" + cluster
+		// As the whole-repo load refuses them: a symlinked folder would be read outside the repo.
+		for _, p := range []string{"clusters", rel} {
+			if st, err := os.Lstat(filepath.Join(root, filepath.FromSlash(p))); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+				return nil, record.Errors{{File: p + "/", Msg: "is a symlink; cluster folders must be folders of the repo"}}
+			}
+		}
 		e, errs := repo.LoadCluster(filepath.Join(root, filepath.FromSlash(rel)), rel)
 		if len(errs) > 0 {
 			return nil, errs
@@ -172,6 +180,10 @@ func plan(root string, c validate.ClusterEntry) []*job {
 			j.fail = refused[p]
 		case j.data == nil:
 			j.fail = "the file " + p + " is missing: encrypt the secret with sops --encrypt (docs/secrets.md)"
+		default:
+			if errs := secretfile.CheckSecret(p, j.data, s.Keys, fmt.Sprintf("%s spec.secrets[%d]", c.File, i)); len(errs) > 0 {
+				j.fail = errs.Error()
+			}
 		}
 		jobs = append(jobs, j)
 	}

@@ -412,3 +412,33 @@ func BenchmarkSyncUnchanged1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(total()-before)/float64(n*b.N), "calls/secret")
 }
+
+// The sync checks each file as validate does: a file whose keys differ from
+// the record's keys fails alone, before any AWS call; --cluster refuses a
+// cluster folder that is a symlink (it would be read outside the repo).
+func TestSyncRefusesWhatValidateRefuses(t *testing.T) {
+	w := newWorld(t, "")
+	w.secret("model-api-key", map[string]string{"token": "a", "extra": "hunter2"})
+	w.secret("hf-token", map[string]string{"token": "b"})
+	r := w.sync(false)
+	if statuses(r) != "hf-token=created model-api-key=failed" || r.ExitCode() != ExitPartial ||
+		!strings.Contains(r.Items[1].Reason, "extra: is not in clusters/gpu-east-1/cluster.yaml spec.secrets[0].keys") {
+		t.Fatalf("keys: %s %+v", statuses(r), r.Items)
+	}
+	if w.aws.SecretVersions(apiKey) != 0 || strings.Contains(fmt.Sprint(r.Items), "hunter2") {
+		t.Fatal("the refused file was written, or its value repeated")
+	}
+
+	outside := t.TempDir()
+	if err := os.Rename(filepath.Join(w.root, "clusters", "gpu-east-1"), filepath.Join(outside, "gpu-east-1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "gpu-east-1"), filepath.Join(w.root, "clusters", "gpu-east-1")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Sync(context.Background(), Options{Root: w.root, Cluster: "gpu-east-1",
+		Client: func(context.Context, string) (API, error) { return w.client(), nil }})
+	if err == nil || !strings.Contains(err.Error(), "clusters/gpu-east-1/: is a symlink") {
+		t.Fatalf("symlinked cluster folder: %v", err)
+	}
+}
