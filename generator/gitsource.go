@@ -87,6 +87,10 @@ func NewGitSource(cfg GitConfig) (*GitSource, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
+	if hasPassword(cfg.Repo) {
+		// go-git's transport errors quote the URL whole, and errors reach logs and 503 bodies.
+		return nil, fmt.Errorf("repo %s carries a password: give it with --git-password-file", redactURL(cfg.Repo))
+	}
 	if isSSH(cfg.Repo) && (cfg.SSHKeyFile == "" || cfg.KnownHostsFile == "") {
 		return nil, fmt.Errorf("ssh repo %s needs --git-ssh-key-file and --git-known-hosts-file (host keys are always checked)", redactURL(cfg.Repo))
 	}
@@ -113,6 +117,16 @@ func isSSH(u string) bool { return strings.HasPrefix(u, "ssh://") || scpLike.Mat
 
 // IsRemote reports whether u is a git URL rather than a local path.
 func IsRemote(u string) bool { return strings.Contains(u, "://") || scpLike.MatchString(u) }
+
+// hasPassword reports whether the URL u has user info with a password (user:pass@).
+func hasPassword(u string) bool {
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest := u[i+3:]
+		at := strings.Index(rest, "@")
+		return at >= 0 && at < strings.IndexAny(rest+"/", "/") && strings.Contains(rest[:at], ":")
+	}
+	return false
+}
 
 // redactURL drops any user info from u, for logs and errors.
 func redactURL(u string) string {

@@ -169,8 +169,9 @@ func TestGitSourceConfig(t *testing.T) {
 		{GitConfig{}, "required"},
 		{GitConfig{Repo: "git@github.com:org/gitops.git"}, "known-hosts"},
 		{GitConfig{Repo: "ssh://git@host/gitops.git", SSHKeyFile: "k"}, "known-hosts"},
+		{GitConfig{Repo: "https://user:tok3n@git.example.com/gitops.git"}, "--git-password-file"},
 	} {
-		if _, err := NewGitSource(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.msg) {
+		if _, err := NewGitSource(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.msg) || strings.Contains(err.Error(), "tok3n") {
 			t.Errorf("%+v: %v, want %q", tt.cfg, err, tt.msg)
 		}
 	}
