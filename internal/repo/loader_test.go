@@ -145,13 +145,13 @@ func TestLoaderBlobs(t *testing.T) {
 
 func trimLines(r *Repo) {
 	for i := range r.Clusters {
-		r.Clusters[i].TrimLines()
+		r.Clusters[i].TrimLines(nil)
 	}
 	for i := range r.Orgs {
-		r.Orgs[i].TrimLines()
+		r.Orgs[i].TrimLines(nil)
 	}
 	for i := range r.Products {
-		r.Products[i].TrimLines()
+		r.Products[i].TrimLines(nil)
 	}
 }
 

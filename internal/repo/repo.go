@@ -199,12 +199,21 @@ func (r *fileResult) trimLines(l *Loader) {
 	switch {
 	case l == nil:
 	case r.cluster.Cluster != nil:
-		r.cluster.TrimLines()
+		r.cluster.TrimLines(l.intern)
 	case r.org.Org != nil:
-		r.org.TrimLines()
+		r.org.TrimLines(l.intern)
 	case r.product.Product != nil:
-		r.product.TrimLines()
+		r.product.TrimLines(l.intern)
 	}
+}
+
+// intern gives the one copy of s this Load keeps (strs).
+func (l *Loader) intern(s string) string {
+	if v, ok := l.strs[s]; ok {
+		return v
+	}
+	l.strs[s] = s
+	return s
 }
 
 // Hasher is an fs.FS that knows its files' git blob hashes (MemFS).

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unique"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/names"
@@ -231,12 +230,14 @@ func (c *checker) nameIsFileName(name string, max int) {
 // once the per-file checks ran only the cross-file rules read it: a loader
 // that keeps entries from one commit to the next keeps them trimmed.
 // CrossFile reports the same findings, with the same lines, either way.
-func (e *ClusterEntry) TrimLines() {
+// intern, when not nil, gives the one copy of each path the caller keeps
+// (a fleet repo spells zones[0].name thousands of times).
+func (e *ClusterEntry) TrimLines(intern func(string) string) {
 	paths := []string{"metadata.name"}
 	if e.Names != nil {
 		paths = append(paths, "spec.shortName", "spec")
 		for j := range e.Cluster.Spec.Workloads {
-			paths = append(paths, indexPath("spec.workloads", j, ".name"))
+			paths = append(paths, indexPath(intern, "spec.workloads", j, ".name"))
 		}
 		for _, cs := range [][]names.Cloud{e.Names.Queues, e.Names.Buckets, e.Names.Registries} {
 			for _, c := range cs {
@@ -248,21 +249,21 @@ func (e *ClusterEntry) TrimLines() {
 }
 
 // TrimLines is ClusterEntry.TrimLines for an org.
-func (e *OrgEntry) TrimLines() {
+func (e *OrgEntry) TrimLines(intern func(string) string) {
 	paths := make([]string, len(e.Org.Spec.ClusterAllowlist))
 	for i := range paths {
-		paths[i] = indexPath("spec.clusterAllowlist", i, "")
+		paths[i] = indexPath(intern, "spec.clusterAllowlist", i, "")
 	}
 	e.Lines = keepLines(e.Lines, paths)
 }
 
 // TrimLines is ClusterEntry.TrimLines for a product.
-func (e *ProductEntry) TrimLines() {
+func (e *ProductEntry) TrimLines(intern func(string) string) {
 	zs := e.Product.Spec.Delivery.Zones
 	paths := make([]string, 0, 1+2*len(zs))
 	paths = append(paths, "metadata.name")
 	for i := range zs {
-		paths = append(paths, indexPath("spec.delivery.zones", i, ".name"), indexPath("spec.delivery.zones", i, ".cluster"))
+		paths = append(paths, indexPath(intern, "spec.delivery.zones", i, ".name"), indexPath(intern, "spec.delivery.zones", i, ".cluster"))
 	}
 	e.Lines = keepLines(e.Lines, paths)
 }
@@ -277,8 +278,11 @@ func keepLines(l record.Lines, paths []string) record.Lines {
 	return m
 }
 
-// indexPath is prefix[i]suffix, one string per distinct path however many
-// records spell it (a fleet repo has thousands of zones[0].name).
-func indexPath(prefix string, i int, suffix string) string {
-	return unique.Make(prefix + "[" + strconv.Itoa(i) + "]" + suffix).Value()
+// indexPath is prefix[i]suffix, through intern when it is not nil.
+func indexPath(intern func(string) string, prefix string, i int, suffix string) string {
+	p := prefix + "[" + strconv.Itoa(i) + "]" + suffix
+	if intern != nil {
+		return intern(p)
+	}
+	return p
 }
