@@ -35,7 +35,7 @@ func TestFastPathAgreesWithSource(t *testing.T) {
 		}
 		// The fast path alone, to count the objects it answers for.
 		fast += "\nreturn { status = \"Unknown\", message = \"fell through\" }\n"
-		answered, byFast := map[string]int{}, 0
+		answered, byFast, backoff := map[string]int{}, 0, 0
 		const objects = 600
 		for i := 0; i < objects; i++ {
 			obj := nearFastPath(r, s.Kind)
@@ -44,10 +44,13 @@ func TestFastPathAgreesWithSource(t *testing.T) {
 				t.Fatalf("%s/fast.lua: %v\n%v", s.Dir, err, obj)
 			} else if hs.Message != "fell through" {
 				byFast++
+				if strings.HasPrefix(hs.Message, "Issuance failed") {
+					backoff++
+				}
 			}
 			// The controller's zone matters only where a check reads the time.
 			zones := controllerZones[:1]
-			if s.Kind == "ExternalSecret" {
+			if s.Kind == "ExternalSecret" || s.Kind == "Certificate" {
 				zones = controllerZones
 			}
 			for _, zone := range zones {
@@ -65,7 +68,7 @@ func TestFastPathAgreesWithSource(t *testing.T) {
 				answered[strings.SplitN(want, " ", 2)[0]]++
 			}
 		}
-		t.Logf("%s: %d objects, %d answered by the fast path; health (per zone): %v", s.Dir, objects, byFast, answered)
+		t.Logf("%s: %d objects, %d answered by the fast path (%d failed issuances in backoff); health (per zone): %v", s.Dir, objects, byFast, backoff, answered)
 	}
 	if n == 0 {
 		t.Fatal("no check has a fast.lua")
@@ -132,6 +135,20 @@ func nearFastPath(r *rand.Rand, kind string) map[string]interface{} {
 		default:
 			return t.Format(time.RFC3339)
 		}
+	}
+	if kind == "Certificate" && r.Intn(2) == 0 { // a failed issuance, maybe in backoff
+		for _, c := range conds {
+			if c := c.(map[string]interface{}); c["type"] == "Ready" {
+				c["status"] = "False"
+			}
+		}
+		status["failedIssuanceAttempts"] = pick(1.0, 2.0, 5.0, 6.0, 40.0, 2.5, 0.0, "3", nil)
+		status["lastFailureTime"] = now.Add(-time.Duration(r.Intn(100000)) * time.Second).Format(time.RFC3339)
+		if r.Intn(2) == 0 {
+			status["lastFailureTime"] = stamp()
+		}
+		meta["name"] = pick("c", "", nil, 7.0, strings.Repeat("n", 4097))
+		meta["namespace"] = pick("ns", "", nil, strings.Repeat("n", 4096), strings.Repeat("n", 4097), 3.0)
 	}
 	if kind == "ExternalSecret" {
 		meta["creationTimestamp"] = stamp()

@@ -17,7 +17,8 @@
 // manifests/argocd-cm (a strategic-merge patch of the argocd-cm ConfigMap);
 // regenerate it with `go run ./lua/gen`. The component carries each script
 // minified (Minify: no comments, no indentation, the same lines), the
-// readable source staying in lua/.
+// readable source staying in lua/, and behind the kind's fast.lua when it has
+// one: a shortcut for the common states (see Script.Shipped).
 package lua
 
 import (
@@ -195,7 +196,9 @@ func RenderComponent(scripts []Script) (map[string][]byte, error) {
 	p.WriteString("# The health scripts are minified from lua/<group>/<Kind>/health.lua, the readable\n")
 	p.WriteString("# source: comments and indentation removed, also in the [==[ ]==] code they compile\n")
 	p.WriteString("# lazily; strings unchanged, and every line where it is in the source, so a line\n")
-	p.WriteString("# number in an error message points into lua/.\n")
+	p.WriteString("# number in an error message points into lua/. A kind with a fast.lua ships it\n")
+	p.WriteString("# first (the common states, a few lines) and the whole check behind it, in a\n")
+	p.WriteString("# [===[ ]===] string compiled only when the fast path does not answer.\n")
 	p.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: argocd\ndata:\n")
 	for _, s := range scripts {
 		shipped, err := s.Shipped()
