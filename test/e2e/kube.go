@@ -305,17 +305,49 @@ func (c *Cluster) ApplyAs(ctx context.Context, manager, manifest string) error {
 func (c *Cluster) applyAs(ctx context.Context, manager string, objs ...*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(objs))
 	for _, obj := range objs {
-		ri, err := c.resourceFor(obj)
-		if err != nil {
-			return out, err
-		}
-		got, err := ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager, Force: true})
-		if err != nil {
-			return out, fmt.Errorf("%s: apply %s %s/%s: %w", c.Name, obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		var got *unstructured.Unstructured
+		// An API server that just turned ready, or one on a loaded machine, can answer a
+		// request with a transient error (a group not yet in discovery, a timeout, 429/5xx):
+		// those are retried for a minute; any other error is the answer.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			ri, err := c.resourceFor(obj)
+			if err == nil {
+				got, err = ri.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: manager, Force: true})
+				if err != nil {
+					err = fmt.Errorf("%s: apply %s %s/%s: %w", c.Name, obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+				}
+			}
+			if err == nil {
+				break
+			}
+			if !transientAPIError(err) || time.Now().After(deadline) || ctx.Err() != nil {
+				return out, err
+			}
+			if meta.IsNoMatchError(err) {
+				c.mapper.Reset()
+			}
+			time.Sleep(time.Second)
 		}
 		out = append(out, got)
 	}
 	return out, nil
+}
+
+// transientAPIError reports whether err is one an API server gives while it starts or is
+// overloaded, and a retry can succeed.
+func transientAPIError(err error) bool {
+	if meta.IsNoMatchError(err) || apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) ||
+		apierrors.IsTooManyRequests(err) || apierrors.IsInternalError(err) || apierrors.IsServiceUnavailable(err) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset") ||
+		strings.Contains(msg, "EOF") || strings.Contains(msg, "etcdserver")
 }
 
 // ApplyFiles applies the YAML files at paths and waits for the CRDs among them to be

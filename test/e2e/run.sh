@@ -20,7 +20,7 @@ for v in "${versions[@]}"; do
     rc=$?
     echo "=== e2e on Argo CD $v: exit $rc after $((SECONDS - start)) s"
     echo "$rc" >"$status/$v"
-  ) | sed -u "s/^/[$v] /" &
+  ) | tee "$status/$v.out" | sed -u "s/^/[$v] /" &
 done
 wait
 failed=""
@@ -28,6 +28,24 @@ for v in "${versions[@]}"; do
   [ "$(cat "$status/$v" 2>/dev/null)" = 0 ] || failed="$failed $v"
 done
 if [ -n "$failed" ]; then
+  # The parallel tests' output is interleaved and long, and CI may keep only its end: repeat,
+  # last, the final 40 lines each failed test printed (go test -v names the test before its
+  # lines: === RUN / CONT / NAME).
+  for v in $failed; do
+    echo "=== what failed on Argo CD $v"
+    awk '
+      /^=== (RUN|CONT|NAME|PAUSE) / { cur = $3; sub(/\/.*/, "", cur); next }
+      /^ *--- FAIL: / {
+        t = $3; sub(/\/.*/, "", t)
+        if (!(t in shown)) {
+          shown[t] = 1
+          for (i = (n[t] > 40 ? n[t] - 39 : 1); i <= n[t]; i++) print line[t, i]
+        }
+        print; next
+      }
+      cur != "" { line[cur, ++n[cur]] = $0 }
+    ' "$status/$v.out" | sed "s/^/[$v] /"
+  done
   echo "=== e2e failed on Argo CD$failed"
   exit 1
 fi
