@@ -20,10 +20,11 @@ func TestLibForTakesWhatIsUsed(t *testing.T) {
 		want       []string
 	}{
 		{"nothing", "return {status = 'Healthy'}", nil},
-		{"a helper and the lazy library it calls", "local x = sfConditions(obj.status)", []string{"sfSlowLib", "sfSlow", "sfConditions"}},
-		{"transitive", "local m = sfText(obj.status)", []string{"sfSlowLib", "sfSlow", "sfText"}},
+		{"a helper and the lazy helper it calls", "local x = sfConditions(obj.status)", []string{"sfMapConditions", "sfConditions"}},
+		{"transitive", "local m = sfText(obj.status)", []string{"sfBytesLib", "sfBytes", "sfTruncateFn", "sfTruncate", "sfText"}},
+		{"only the lazy helpers used", "sfContainsAny(m, {'x'}, 9)", []string{"sfBytesLib", "sfBytes", "sfSearchFn", "sfContainsAny"}},
 		{"named only in a comment", "-- sfTime would do\nreturn nil", nil},
-		{"library order kept", "sfConditions(s); sfText(2)", []string{"sfSlowLib", "sfSlow", "sfText", "sfConditions"}},
+		{"library order kept", "sfConditions(s); sfText(2)", []string{"sfBytesLib", "sfBytes", "sfTruncateFn", "sfTruncate", "sfMapConditions", "sfText", "sfConditions"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			block, err := LibFor(string(lib), tc.body)

@@ -22,32 +22,27 @@
 -- metatable there, so s:sub / s:find do not exist. Argo CD also compiles the
 -- whole script on every evaluation, and compiling costs per token: the fast
 -- paths below are a few lines each, and what must read a string byte by byte
--- is source text that is only compiled when a value needs it (sfSlow).
+-- or handle what Kubernetes does not write is source text in a long string,
+-- compiled only when a value needs it. Scanning such a string costs an
+-- evaluation that never needs it about a tenth of what compiling it would (go
+-- test ./lua -bench Health), and each helper is its own string, so a script
+-- carries and compiles only the ones it uses.
 
--- sfSlowLib caches sfSlow's helpers for the rest of the evaluation.
-local sfSlowLib = nil
+-- sfBytesLib caches sfBytes's result for the rest of the evaluation.
+local sfBytesLib = nil
 
--- sfSlow returns the helpers for what Kubernetes does not write and for
--- reading a string byte by byte: truncate (a string over 4 KiB cut to its
--- first 256 bytes on a UTF-8 boundary), containsAny (whether the first
--- `limit` bytes, ASCII-lowercased, contain a lowercase needle), parseTime (any RFC 3339 timestamp),
--- formatTime (RFC 3339 UTC by arithmetic) and mapConditions (conditions
--- given as a map of type -> condition). Without the string library a byte is recovered by binary
--- search: with p the decoded prefix, p .. CH[b + 1] <= s exactly when b is at
--- most the next byte, and CH holds the 256 one-byte strings. Kept in a long
--- string, all of it costs an evaluation that never needs it about a tenth of
--- what compiling it would (go test ./lua -bench Health).
-local function sfSlow()
-  if sfSlowLib == nil then
-    sfSlowLib = loadstring([==[
+-- sfBytes returns { CH, bytes }: CH holds the 256 one-byte strings (CH[b + 1]
+-- is byte b) and bytes(s, limit) the first limit bytes of s as numbers.
+-- Without the string library a byte is recovered by binary search: with p the
+-- decoded prefix, p .. CH[b + 1] <= s exactly when b is at most the next byte.
+local function sfBytes()
+  if sfBytesLib == nil then
+    sfBytesLib = loadstring([==[
 local p = { "return {" }
 for b = 0, 255 do
   p[b + 2] = "'\\" .. b .. "',"
 end
 local CH = loadstring(table.concat(p) .. "}")()
-local function floor(x)
-  return x - x % 1
-end
 local function bytes(s, limit)
   local out, pre = {}, ""
   local n = #s
@@ -56,38 +51,76 @@ local function bytes(s, limit)
   end
   for k = 1, n do
     local b = 0
-    for e = 7, 0, -1 do
-      if pre .. CH[b + 2 ^ e + 1] <= s then
-        b = b + 2 ^ e
+    for _, e in ipairs({ 128, 64, 32, 16, 8, 4, 2, 1 }) do
+      if pre .. CH[b + e + 1] <= s then
+        b = b + e
       end
     end
     out[k], pre = b, pre .. CH[b + 1]
   end
   return out
 end
-local function containsAny(s, needles, limit)
+return { CH, bytes }
+]==])()
+  end
+  return sfBytesLib
+end
+
+-- sfSearchFn caches sfContainsAny's compiled search.
+local sfSearchFn = nil
+
+-- sfContainsAny reports whether the first limit bytes of s, ASCII letters
+-- lowercased, contain one of needles (lowercase strings). It reads s a byte
+-- at a time and stops at the first needle found.
+local function sfContainsAny(s, needles, limit)
   if type(s) ~= "string" then
     return false
   end
-  local b = bytes(s, limit)
-  local low = { [0] = "" }
-  for i = 1, #b do
-    local c = b[i]
-    if c >= 65 and c <= 90 then
-      c = c + 32
-    end
-    low[i] = low[i - 1] .. CH[c + 1]
+  if sfSearchFn == nil then
+    sfSearchFn = loadstring([==[
+local CH = ...
+return function(s, needles, limit)
+  local n = #s
+  if n > limit then
+    n = limit
   end
-  for _, needle in ipairs(needles) do
-    for i = 0, #b - #needle do
-      if #needle > 0 and low[i + #needle] == low[i] .. needle then
+  local pre, low = "", { [0] = "" }
+  for k = 1, n do
+    local b = 0
+    for _, e in ipairs({ 128, 64, 32, 16, 8, 4, 2, 1 }) do
+      if pre .. CH[b + e + 1] <= s then
+        b = b + e
+      end
+    end
+    pre = pre .. CH[b + 1]
+    if b >= 65 and b <= 90 then
+      b = b + 32
+    end
+    low[k] = low[k - 1] .. CH[b + 1]
+    for _, needle in ipairs(needles) do
+      local l = #needle
+      if l > 0 and l <= k and low[k] == low[k - l] .. needle then
         return true
       end
     end
   end
   return false
 end
-local function truncate(v)
+]==])(sfBytes()[1])
+  end
+  return sfSearchFn(s, needles, limit)
+end
+
+-- sfTruncateFn caches sfTruncate's compiled function.
+local sfTruncateFn = nil
+
+-- sfTruncate cuts a string to its first 256 bytes, on a UTF-8 boundary, and
+-- says how long it was.
+local function sfTruncate(v)
+  if sfTruncateFn == nil then
+    sfTruncateFn = loadstring([==[
+local CH, bytes = unpack(...)
+return function(v)
   local b = bytes(v, 256)
   local k = #b
   local cut = k
@@ -110,6 +143,25 @@ local function truncate(v)
     parts[i] = CH[b[i] + 1]
   end
   return table.concat(parts) .. "... (truncated, " .. #v .. " bytes)"
+end
+]==])(sfBytes())
+  end
+  return sfTruncateFn(v)
+end
+
+-- sfExactTimeLib caches sfExactTime's helpers.
+local sfExactTimeLib = nil
+
+-- sfExactTime returns { parse, format } for the timestamps sfTime's bisection
+-- does not take: parse reads any RFC 3339 timestamp into Unix seconds (nil if
+-- it is not one), format writes Unix seconds as RFC 3339 UTC, both by
+-- arithmetic.
+local function sfExactTime()
+  if sfExactTimeLib == nil then
+    sfExactTimeLib = loadstring([==[
+local bytes = (...)[2]
+local function floor(x)
+  return x - x % 1
 end
 local function daysFromCivil(y, m, d)
   if m <= 2 then
@@ -204,6 +256,17 @@ local function formatTime(t)
   local se = secs - h * 3600 - mi * 60
   return pad(y, 4) .. "-" .. pad(m, 2) .. "-" .. pad(d, 2) .. "T" .. pad(h, 2) .. ":" .. pad(mi, 2) .. ":" .. pad(se, 2) .. "Z"
 end
+return { parseTime, formatTime }
+]==])(sfBytes())
+  end
+  return sfExactTimeLib
+end
+
+-- sfMapConditions returns the conditions given as a map of type -> condition
+-- as an array, each with its type.
+local function sfMapConditions(conds)
+  return loadstring([==[
+local conds = ...
 local function mapConditions(conds)
   local out = {}
   for k, c in pairs(conds) do
@@ -220,10 +283,8 @@ local function mapConditions(conds)
   end
   return out
 end
-return { truncate = truncate, containsAny = containsAny, parseTime = parseTime, formatTime = formatTime, mapConditions = mapConditions }
-]==])()
-  end
-  return sfSlowLib
+return mapConditions(conds)
+]==])(conds)
 end
 
 -- sfText converts a status field into a message string, truncating anything
@@ -239,24 +300,24 @@ local function sfText(v)
   if #v <= 4096 then
     return v
   end
-  return sfSlow().truncate(v)
+  return sfTruncate(v)
 end
 
 -- sfTimeLib caches sfTime's helpers for the rest of the evaluation.
 local sfTimeLib = nil
 
 -- sfTime returns parse (an RFC 3339 timestamp into Unix seconds, or nil) and
--- format (Unix seconds as RFC 3339 UTC), compiled on first use as sfSlow is.
+-- format (Unix seconds as RFC 3339 UTC), compiled on first use.
 -- What Kubernetes writes (UTC, "Z", whole seconds) is found by bisection
 -- over os.date, whose output sorts as the time it shows: 35 calls, no
 -- parsing. Anything else (a fraction, an offset, a year before 1970) goes to
--- sfSlow, and so does a controller whose os.date is not in UTC: Argo CD's
+-- sfExactTime, and so does a controller whose os.date is not in UTC: Argo CD's
 -- safe os.date drops "!" when given a time and formats in the local zone
 -- ("%z" is then not +0000).
 local function sfTime()
   if sfTimeLib == nil then
     sfTimeLib = loadstring([==[
-local slow = ...
+local exact = ...
 local os = require("os")
 local RFC3339 = "!%Y-%m-%dT%H:%M:%SZ"
 local function parse(s)
@@ -272,16 +333,16 @@ local function parse(s)
   if os.date(RFC3339, u) == s and os.date("!%z", u) == "+0000" then
     return u
   end
-  return slow().parseTime(s)
+  return exact()[1](s)
 end
 local function format(t)
   if os.date("!%z", t) == "+0000" then
     return os.date(RFC3339, t)
   end
-  return slow().formatTime(t)
+  return exact()[2](t)
 end
 return { parse = parse, format = format }
-]==])(sfSlow)
+]==])(sfExactTime)
   end
   return sfTimeLib
 end
@@ -300,7 +361,7 @@ local function sfConditions(status)
     end
   end
   if #out == 0 and next(conds) ~= nil then
-    return sfSlow().mapConditions(conds)
+    return sfMapConditions(conds)
   end
   return out
 end
@@ -314,12 +375,12 @@ local function health()
   for _, c in ipairs(sfConditions(obj.status)) do
     if c.type == "Ready" and c.status == "False" then
       local msg = sfText(c.message)
-      -- In grace first: the message search reads bytes one by one (sfSlow).
+      -- In grace first: the message search reads bytes one by one (sfContainsAny).
       if c.reason == "SecretSyncedError" and type(obj.metadata) == "table" then
         local time = sfTime()
         local created = time.parse(obj.metadata.creationTimestamp)
         if created ~= nil and require("os").time() < created + GRACE_SECONDS
-            and sfSlow().containsAny(c.message, MISSING, 1024) then
+            and sfContainsAny(c.message, MISSING, 1024) then
           local m = "Waiting for the provider secret to appear (grace period until " ..
               time.format(created + GRACE_SECONDS) .. ")"
           if msg ~= nil and msg ~= "" then
