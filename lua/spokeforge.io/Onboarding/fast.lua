@@ -28,10 +28,9 @@ if type(cs) == "table" and cs[1] ~= nil and type(md) == "table" and (type(md.gen
     local c = by and by[B[i]]
     if not c or c.status ~= "True" then
       local hs = by and loadstring([==[
-local by, n = ...
+local c, n = ...
 local L = { "identity", "secrets", "certificates", "registry", "queues", "storage", "workload" }
-local c = by[({ "Identity", "Secrets", "Certificates", "Registry", "Queues", "Storage", "Workload" })[n]]
-if c == nil or c.status ~= "False" then
+if not c or c.status ~= "False" then
   return { status = "Progressing", message = L[n] .. ": not checked yet" }
 end
 local m, r = c.message, c.reason
@@ -44,7 +43,7 @@ if type(m) == "string" and m ~= "" and #m <= 4096 then
   end
   return { status = "Degraded", message = L[n] .. ": " .. m }
 end
-]==])(by, i)
+]==])(c, i)
       if hs then
         return hs
       end
