@@ -43,6 +43,7 @@ for b = 0, 255 do
   p[b + 2] = "'\\" .. b .. "',"
 end
 local CH = loadstring(table.concat(p) .. "}")()
+local E = { 128, 64, 32, 16, 8, 4, 2, 1 }
 local function bytes(s, limit)
   local out, pre = {}, ""
   local n = #s
@@ -51,9 +52,9 @@ local function bytes(s, limit)
   end
   for k = 1, n do
     local b = 0
-    for _, e in ipairs({ 128, 64, 32, 16, 8, 4, 2, 1 }) do
-      if pre .. CH[b + e + 1] <= s then
-        b = b + e
+    for j = 1, 8 do
+      if pre .. CH[b + E[j] + 1] <= s then
+        b = b + E[j]
       end
     end
     out[k], pre = b, pre .. CH[b + 1]
@@ -79,17 +80,22 @@ local function sfContainsAny(s, needles, limit)
   if sfSearchFn == nil then
     sfSearchFn = loadstring([==[
 local CH = ...
+local E = { 128, 64, 32, 16, 8, 4, 2, 1 }
 return function(s, needles, limit)
   local n = #s
   if n > limit then
     n = limit
   end
+  local lens = {}
+  for i, needle in ipairs(needles) do
+    lens[i] = #needle
+  end
   local pre, low = "", { [0] = "" }
   for k = 1, n do
     local b = 0
-    for _, e in ipairs({ 128, 64, 32, 16, 8, 4, 2, 1 }) do
-      if pre .. CH[b + e + 1] <= s then
-        b = b + e
+    for j = 1, 8 do
+      if pre .. CH[b + E[j] + 1] <= s then
+        b = b + E[j]
       end
     end
     pre = pre .. CH[b + 1]
@@ -97,9 +103,8 @@ return function(s, needles, limit)
       b = b + 32
     end
     low[k] = low[k - 1] .. CH[b + 1]
-    for _, needle in ipairs(needles) do
-      local l = #needle
-      if l > 0 and l <= k and low[k] == low[k - l] .. needle then
+    for i, l in ipairs(lens) do
+      if l > 0 and l <= k and low[k] == low[k - l] .. needles[i] then
         return true
       end
     end

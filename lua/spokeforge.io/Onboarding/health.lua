@@ -43,6 +43,7 @@ for b = 0, 255 do
   p[b + 2] = "'\\" .. b .. "',"
 end
 local CH = loadstring(table.concat(p) .. "}")()
+local E = { 128, 64, 32, 16, 8, 4, 2, 1 }
 local function bytes(s, limit)
   local out, pre = {}, ""
   local n = #s
@@ -51,9 +52,9 @@ local function bytes(s, limit)
   end
   for k = 1, n do
     local b = 0
-    for _, e in ipairs({ 128, 64, 32, 16, 8, 4, 2, 1 }) do
-      if pre .. CH[b + e + 1] <= s then
-        b = b + e
+    for j = 1, 8 do
+      if pre .. CH[b + E[j] + 1] <= s then
+        b = b + E[j]
       end
     end
     out[k], pre = b, pre .. CH[b + 1]
