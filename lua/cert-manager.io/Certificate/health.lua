@@ -30,10 +30,11 @@
 -- sfBytesLib caches sfBytes's result for the rest of the evaluation.
 local sfBytesLib = nil
 
--- sfBytes returns { CH, bytes }: CH holds the 256 one-byte strings (CH[b + 1]
--- is byte b) and bytes(s, limit) the first limit bytes of s as numbers.
--- Without the string library a byte is recovered by binary search: with p the
--- decoded prefix, p .. CH[b + 1] <= s exactly when b is at most the next byte.
+-- sfBytes returns { CH, bytes, nextByte }: CH holds the 256 one-byte strings
+-- (CH[b + 1] is byte b), bytes(s, limit) the first limit bytes of s as
+-- numbers and nextByte(pre, s) the byte of s after its prefix pre. Without the
+-- string library a byte is recovered by binary search: pre .. CH[b + 1] <= s
+-- exactly when b is at most the next byte.
 local function sfBytes()
   if sfBytesLib == nil then
     sfBytesLib = loadstring([==[
@@ -43,6 +44,15 @@ for b = 0, 255 do
 end
 local CH = loadstring(table.concat(p) .. "}")()
 local E = { 128, 64, 32, 16, 8, 4, 2, 1 }
+local function nextByte(pre, s)
+  local b = 0
+  for j = 1, 8 do
+    if pre .. CH[b + E[j] + 1] <= s then
+      b = b + E[j]
+    end
+  end
+  return b
+end
 local function bytes(s, limit)
   local out, pre = {}, ""
   local n = #s
@@ -50,17 +60,12 @@ local function bytes(s, limit)
     n = limit
   end
   for k = 1, n do
-    local b = 0
-    for j = 1, 8 do
-      if pre .. CH[b + E[j] + 1] <= s then
-        b = b + E[j]
-      end
-    end
+    local b = nextByte(pre, s)
     out[k], pre = b, pre .. CH[b + 1]
   end
   return out
 end
-return { CH, bytes }
+return { CH, bytes, nextByte }
 ]==])()
   end
   return sfBytesLib

@@ -31,10 +31,11 @@
 -- sfBytesLib caches sfBytes's result for the rest of the evaluation.
 local sfBytesLib = nil
 
--- sfBytes returns { CH, bytes }: CH holds the 256 one-byte strings (CH[b + 1]
--- is byte b) and bytes(s, limit) the first limit bytes of s as numbers.
--- Without the string library a byte is recovered by binary search: with p the
--- decoded prefix, p .. CH[b + 1] <= s exactly when b is at most the next byte.
+-- sfBytes returns { CH, bytes, nextByte }: CH holds the 256 one-byte strings
+-- (CH[b + 1] is byte b), bytes(s, limit) the first limit bytes of s as
+-- numbers and nextByte(pre, s) the byte of s after its prefix pre. Without the
+-- string library a byte is recovered by binary search: pre .. CH[b + 1] <= s
+-- exactly when b is at most the next byte.
 local function sfBytes()
   if sfBytesLib == nil then
     sfBytesLib = loadstring([==[
@@ -44,6 +45,15 @@ for b = 0, 255 do
 end
 local CH = loadstring(table.concat(p) .. "}")()
 local E = { 128, 64, 32, 16, 8, 4, 2, 1 }
+local function nextByte(pre, s)
+  local b = 0
+  for j = 1, 8 do
+    if pre .. CH[b + E[j] + 1] <= s then
+      b = b + E[j]
+    end
+  end
+  return b
+end
 local function bytes(s, limit)
   local out, pre = {}, ""
   local n = #s
@@ -51,17 +61,12 @@ local function bytes(s, limit)
     n = limit
   end
   for k = 1, n do
-    local b = 0
-    for j = 1, 8 do
-      if pre .. CH[b + E[j] + 1] <= s then
-        b = b + E[j]
-      end
-    end
+    local b = nextByte(pre, s)
     out[k], pre = b, pre .. CH[b + 1]
   end
   return out
 end
-return { CH, bytes }
+return { CH, bytes, nextByte }
 ]==])()
   end
   return sfBytesLib
@@ -79,39 +84,30 @@ local function sfContainsAny(s, needles, limit)
   end
   if sfSearchFn == nil then
     sfSearchFn = loadstring([==[
-local CH = ...
-local E = { 128, 64, 32, 16, 8, 4, 2, 1 }
+local CH, _, nextByte = unpack(...)
 return function(s, needles, limit)
   local n = #s
   if n > limit then
     n = limit
   end
-  local lens = {}
-  for i, needle in ipairs(needles) do
-    lens[i] = #needle
-  end
   local pre, low = "", { [0] = "" }
   for k = 1, n do
-    local b = 0
-    for j = 1, 8 do
-      if pre .. CH[b + E[j] + 1] <= s then
-        b = b + E[j]
-      end
-    end
+    local b = nextByte(pre, s)
     pre = pre .. CH[b + 1]
     if b >= 65 and b <= 90 then
       b = b + 32
     end
     low[k] = low[k - 1] .. CH[b + 1]
-    for i, l in ipairs(lens) do
-      if l > 0 and l <= k and low[k] == low[k - l] .. needles[i] then
+    for _, needle in ipairs(needles) do
+      local l = #needle
+      if l > 0 and l <= k and low[k] == low[k - l] .. needle then
         return true
       end
     end
   end
   return false
 end
-]==])(sfBytes()[1])
+]==])(sfBytes())
   end
   return sfSearchFn(s, needles, limit)
 end
