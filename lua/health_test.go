@@ -298,6 +298,21 @@ func TestScriptsNeverError(t *testing.T) {
 		{"onboarding all false 1 MiB", map[string]interface{}{"observedGeneration": 1.0, "conditions": []interface{}{
 			map[string]interface{}{"type": "Identity", "status": "False", "reason": mib, "message": mib, "severity": mib}}}, map[string]interface{}{"generation": 1.0}},
 	}
+	// Shapes the fast paths (fast.lua) read first: thousands of conditions before the one that
+	// decides, a message one byte over their 4 KiB bound cut inside a UTF-8 sequence, a
+	// 20-byte creationTimestamp of bytes that sort below any date, attempts as a huge string.
+	many := make([]interface{}, 0, 10001)
+	for i := 0; i < 10000; i++ {
+		many = append(many, map[string]interface{}{"type": "Other", "status": "True"})
+	}
+	many = append(many, map[string]interface{}{"type": "Ready", "status": "True", "message": strings.Repeat("é", 2048) + "\xc3"})
+	fixed = append(fixed,
+		mutation{"10,000 conditions, then a Ready of 4 KiB and a cut rune", map[string]interface{}{"conditions": many}, nil},
+		mutation{"20-byte timestamp below every date", map[string]interface{}{"conditions": []interface{}{map[string]interface{}{"type": "Ready", "status": "False", "reason": "SecretSyncedError", "message": "not found"}}},
+			map[string]interface{}{"creationTimestamp": "\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f\x10\x11\x12\x13"}},
+		mutation{"backoff with a 20-byte lastFailureTime of 0xff", map[string]interface{}{"conditions": []interface{}{map[string]interface{}{"type": "Ready", "status": "False", "message": "x"}},
+			"failedIssuanceAttempts": 3.0, "lastFailureTime": strings.Repeat("\xff", 20)}, map[string]interface{}{"name": strings.Repeat("n", 1<<20)}},
+	)
 	r := rand.New(rand.NewSource(1))
 	var cases []mutation
 	cases = append(cases, fixed...)
