@@ -225,8 +225,18 @@ spec:
 		t.Fatal(err)
 	}
 	t.Logf("zones committed after the kill placed %s after it", (time.Since(killed) + waitApps("after the kill", zoneApps(6))).Round(100*time.Millisecond))
-	// Keep reconciling across a few requeues' worth of calls through the survivor.
+	// Keep reconciling across a few requeues' worth of calls through the survivor; an
+	// ApplicationSet whose call failed clears ErrorOccurred at its next reconcile, at the latest
+	// the controller's retry (requeueOnError), so wait for that before judging.
 	time.Sleep(20 * time.Second)
+	for deadline := time.Now().Add(requeueOnError + 30*time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		mu.Lock()
+		clear := len(errSince) == 0
+		mu.Unlock()
+		if clear {
+			break
+		}
+	}
 	stopRefresh()
 	<-refreshDone
 	stopPoll()
