@@ -255,7 +255,8 @@ func logSummary(dir string, n int) string {
 	entries, _ := os.ReadDir(dir)
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if !e.IsDir() {
+		// Only the processes' logs: the folder also holds the browser's screenshot.
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".log") {
 			names = append(names, e.Name())
 		}
 	}

@@ -30,7 +30,8 @@ done
 if [ -n "$failed" ]; then
   # The parallel tests' output is interleaved and long, and CI may keep only its end: repeat,
   # last, the final 40 lines each failed test printed (go test -v names the test before its
-  # lines: === RUN / CONT / NAME).
+  # lines: === RUN / CONT / NAME), without the hub's log tails, which come after the failure
+  # and would push it out (their first line, naming the folder they are in, stays).
   for v in $failed; do
     echo "=== what failed on Argo CD $v"
     awk '
@@ -43,6 +44,9 @@ if [ -n "$failed" ]; then
         }
         print; next
       }
+      cur != "" && skip && /^        / { next }
+      { skip = 0 }
+      cur != "" && /^ +[^ ]+\.go:[0-9]+: e2e logs in / { skip = 1 }
       cur != "" { line[cur, ++n[cur]] = $0 }
     ' "$status/$v.out" | sed "s/^/[$v] /"
   done

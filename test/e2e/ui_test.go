@@ -126,24 +126,33 @@ func TestUIContracts(t *testing.T) {
 	title := b.waitFor(t, "the Certificate's retry hint", 2*time.Minute, attr(certNode+healthIcon, "title"), contains("cmctl renew"))
 	t.Logf("UI: Certificate node: %s", title)
 	// An open actions menu keeps the items it opened with: if it opened before cert-manager's
-	// Issuing=False landed, it never offers reissue; reopening the panel loads them again.
-	offered := false
-	for attempt := 0; attempt < 6 && !offered; attempt++ {
+	// Issuing=False landed, it never offers reissue; reopening the panel loads them again. The
+	// panel re-renders as the app refreshes, which can close the menu between two evaluations,
+	// so the item is found and clicked in one, and the confirmation must follow or it is retried.
+	const clickReissue = `(() => {
+	const item = [...document.querySelectorAll('.application-details__action-menu')].find(e => e.textContent.trim() === 'reissue');
+	if (!item) return "";
+	item.click();
+	return "clicked";
+})()`
+	// The confirmation is a confirm popup on v2.14, a prompt popup on v3.
+	const confirm = `[qe-id="argo-popup-ok-button"], [qe-id="prompt-popup-ok-button"]`
+	confirmed := false
+	for attempt := 0; attempt < 6 && !confirmed; attempt++ {
 		b.open(t, certNode, cert)
 		b.click(t, `.resource-details__header .fa-ellipsis-v`)
-		if _, offered, _ = b.poll(10*time.Second, actionMenu, contains("reissue")); !offered {
+		if _, clicked, _ := b.poll(10*time.Second, clickReissue, eq("clicked")); clicked {
+			_, confirmed, _ = b.poll(10*time.Second, exists(confirm), eq("yes"))
+		}
+		if !confirmed {
 			_ = b.run(chromedp.Evaluate(`document.querySelector('.sliding-panel__close') && document.querySelector('.sliding-panel__close').click(), ""`, nil))
 			time.Sleep(time.Second)
 		}
 	}
-	if !offered {
-		t.Fatal("UI: no reissue in the Certificate's actions menu after six openings of its panel")
+	if !confirmed {
+		t.Fatalf("UI: reissue was not offered and confirmed from the Certificate's actions menu in six openings of its panel; the menu last showed %q", b.eval(actionMenu))
 	}
-	if err := b.run(chromedp.Evaluate(`[...document.querySelectorAll('.application-details__action-menu')].find(e => e.textContent.trim() === 'reissue').click()`, nil)); err != nil {
-		t.Fatal(err)
-	}
-	// The confirmation is a confirm popup on v2.14, a prompt popup on v3.
-	b.click(t, `[qe-id="argo-popup-ok-button"], [qe-id="prompt-popup-ok-button"]`)
+	b.click(t, confirm)
 	reissued := time.Now()
 
 	// Back on the Onboarding: the ladder recovers.
@@ -330,6 +339,15 @@ func startBrowser(t *testing.T, h *Hub) *browser {
 }
 
 func (b *browser) run(actions ...chromedp.Action) error { return chromedp.Run(b.ctx, actions...) }
+
+// eval is the JS expression expr's value now, or the error that kept it from being read.
+func (b *browser) eval(expr string) string {
+	var v string
+	if err := b.run(chromedp.Evaluate(expr, &v)); err != nil {
+		return err.Error()
+	}
+	return v
+}
 
 // waitFor evaluates the JS expression expr (a string) until ok accepts it, and returns it.
 func (b *browser) waitFor(t *testing.T, what string, timeout time.Duration, expr string, ok func(string) bool) string {
