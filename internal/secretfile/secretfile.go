@@ -34,6 +34,14 @@ const (
 	Suffix = ".sops.yaml"
 	// MetadataKey is the top-level key SOPS keeps its metadata under.
 	MetadataKey = "sops"
+	// BindingKey is the key whose encrypted value binds a file to the one
+	// secret it is for (Binding): SOPS authenticates the values and their
+	// key paths but not the file's name, so without it a file copied from
+	// another cluster's folder would decrypt that cluster's value into this
+	// one's Secrets Manager path. It is not a Secret key ('/' is not allowed
+	// in one), so it never collides with the secret's own keys, and it is
+	// never written to Secrets Manager.
+	BindingKey = "spokeforge.io/bound-to"
 	// MaxFileBytes bounds one file: a Secrets Manager value stops at 64 KiB,
 	// and its encrypted form (base64, per-value IV and tag) is larger.
 	MaxFileBytes = 256 << 10
@@ -44,6 +52,10 @@ const (
 	// cannot be interrupted while it does.
 	MaxRecipients = 16
 )
+
+// Binding is the value BindingKey holds in the file of the secret name of
+// cluster: "<cluster>/<name>".
+func Binding(cluster, name string) string { return cluster + "/" + name }
 
 // Path is the repo path of the file of the secret name of cluster.
 func Path(cluster, name string) string {
@@ -58,6 +70,8 @@ type File struct {
 	Lines map[string]int
 	// Age and KMS are the recipients: age public keys and KMS key ARNs.
 	Age, KMS []string
+	// BindingLine is the line of BindingKey.
+	BindingLine int
 }
 
 // encRE is the form SOPS writes an encrypted value in (AES-256-GCM: data,
@@ -148,6 +162,13 @@ func Parse(display string, data []byte) (*File, record.Errors) {
 			meta = v
 			continue
 		}
+		if k.Value == BindingKey {
+			if v.Kind != yaml.ScalarNode || !encRE.MatchString(v.Value) {
+				p.fail(v.Line, BindingKey, "must be a single encrypted value (encrypt the file with sops --encrypt)")
+			}
+			p.out.BindingLine = k.Line
+			continue
+		}
 		p.value(k, v)
 	}
 	if meta == nil {
@@ -157,6 +178,9 @@ func Parse(display string, data []byte) (*File, record.Errors) {
 	}
 	if len(p.out.Keys) == 0 && len(p.errs) == 0 {
 		p.fail(0, "", "holds no keys")
+	}
+	if p.out.BindingLine == 0 && len(p.errs) == 0 {
+		p.fail(0, "", "has no %s key: before encrypting, add the line \"%s: <cluster>/<secret name>\" (docs/secrets.md); it binds the file to that one secret", BindingKey, BindingKey)
 	}
 	sort.Strings(p.out.Keys)
 	if len(p.errs) > 0 {

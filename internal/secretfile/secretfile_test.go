@@ -17,6 +17,9 @@ import (
 // never decrypts).
 const enc = "ENC[AES256_GCM,data:3q2+7w==,iv:AAAAAAAAAAAAAAAAAAAAAA==,tag:BBBBBBBBBBBBBBBBBBBBBB==,type:str]"
 
+// bound is the binding line every valid file has (its value encrypted).
+const bound = BindingKey + ": " + enc + "\n"
+
 const recipient = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
 
 func sopsFile(body string) string {
@@ -40,9 +43,13 @@ func TestParse(t *testing.T) {
 		keys       []string
 		want       string // a substring of the findings; "" for none
 	}{
-		{"two keys", sopsFile("token: " + enc + "\nuser: " + enc + "\n"), []string{"token", "user"}, ""},
-		{"encrypted comment", sopsFile("#ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:comment]\ntoken: " + enc + "\n"), []string{"token"}, ""},
-		{"kms recipient", "token: " + enc + "\nsops:\n  kms:\n    - arn: arn:aws:kms:us-east-1:111122223333:key/0c5d6a3e-1f2b-4c8d-9e0f-1a2b3c4d5e6f\n      enc: AQIC\n      created_at: \"2026-12-01T10:00:00Z\"\n      aws_profile: \"\"\n  lastmodified: \"2026-12-01T10:00:00Z\"\n  mac: " + enc + "\n", []string{"token"}, ""},
+		{"two keys", sopsFile(bound + "token: " + enc + "\nuser: " + enc + "\n"), []string{"token", "user"}, ""},
+		{"encrypted comment", sopsFile("#ENC[AES256_GCM,data:AAAA,iv:AAAA,tag:AAAA,type:comment]\n" + bound + "token: " + enc + "\n"), []string{"token"}, ""},
+		{"no binding", sopsFile("token: " + enc + "\n"), nil, "has no spokeforge.io/bound-to key"},
+		{"plaintext binding not repeated", sopsFile(BindingKey + ": hunter2-do-not-print\ntoken: " + enc + "\n"), nil, "spokeforge.io/bound-to: must be a single encrypted value"},
+		{"binding as a mapping", sopsFile(BindingKey + ":\n  a: " + enc + "\ntoken: " + enc + "\n"), nil, "spokeforge.io/bound-to: must be a single encrypted value"},
+		{"binding alone", sopsFile(bound), nil, "holds no keys"},
+		{"kms recipient", bound + "token: " + enc + "\nsops:\n  kms:\n    - arn: arn:aws:kms:us-east-1:111122223333:key/0c5d6a3e-1f2b-4c8d-9e0f-1a2b3c4d5e6f\n      enc: AQIC\n      created_at: \"2026-12-01T10:00:00Z\"\n      aws_profile: \"\"\n  lastmodified: \"2026-12-01T10:00:00Z\"\n  mac: " + enc + "\n", []string{"token"}, ""},
 		{"plaintext value", sopsFile("token: hunter2-do-not-print\n"), nil, `token: is not encrypted (value not repeated)`},
 		{"plaintext suffix is still plaintext", sopsFile("token_unencrypted: hunter2-do-not-print\n"), nil, "is not encrypted"},
 		{"no metadata", "token: hunter2-do-not-print\n", nil, "it has no sops metadata"},
@@ -51,7 +58,7 @@ func TestParse(t *testing.T) {
 		{"bad key", sopsFile("\"to ken\": " + enc + "\n"), nil, `key "to ken" is not a Secret key`},
 		{"control key not repeated", sopsFile("\"to\\u202eken\": " + enc + "\n"), nil, "key at line 1 is not a Secret key"},
 		{"vault refused", "token: " + enc + "\nsops:\n  hc_vault:\n    - vault_address: https://vault.invalid\n      enc: x\n  lastmodified: x\n  mac: " + enc + "\n", nil, "hc_vault recipients are not supported"},
-		{"empty legacy lists", "token: " + enc + "\nsops:\n  pgp: []\n  gcp_kms: []\n  age:\n    - recipient: " + recipient + "\n      enc: x\n  lastmodified: x\n  mac: " + enc + "\n", []string{"token"}, ""},
+		{"empty legacy lists", bound + "token: " + enc + "\nsops:\n  pgp: []\n  gcp_kms: []\n  age:\n    - recipient: " + recipient + "\n      enc: x\n  lastmodified: x\n  mac: " + enc + "\n", []string{"token"}, ""},
 		{"aws profile refused", "token: " + enc + "\nsops:\n  kms:\n    - arn: arn:aws:kms:us-east-1:111122223333:alias/gitops\n      enc: x\n      aws_profile: prod\n  lastmodified: x\n  mac: " + enc + "\n", nil, "aws_profile: is not supported"},
 		{"bad kms arn", "token: " + enc + "\nsops:\n  kms:\n    - arn: arn:aws:kms:evil.example#:111122223333:key/x\n      enc: x\n  lastmodified: x\n  mac: " + enc + "\n", nil, "is not an AWS KMS key or alias ARN"},
 		{"unknown metadata", sopsFile("token: "+enc+"\n") + "    extra: 1\n", nil, "unknown SOPS metadata field extra"},
@@ -104,7 +111,7 @@ func entry(secrets ...v1alpha1.Secret) validate.ClusterEntry {
 }
 
 func TestCheck(t *testing.T) {
-	good := []byte(sopsFile("token: " + enc + "\n"))
+	good := []byte(sopsFile(bound + "token: " + enc + "\n"))
 	for _, tc := range []struct {
 		name    string
 		secrets []v1alpha1.Secret
@@ -119,7 +126,7 @@ func TestCheck(t *testing.T) {
 			[]string{"clusters/c1/secrets/old.sops.yaml: no entry in clusters/c1/cluster.yaml spec.secrets lists it"}},
 		{"keys differ", []v1alpha1.Secret{{Name: "api", Keys: []string{"user"}}},
 			map[string][]byte{"clusters/c1/secrets/api.sops.yaml": good},
-			[]string{"api.sops.yaml: user: missing: spec.secrets[0].keys lists it", "api.sops.yaml:1: token: is not in spec.secrets[0].keys"}},
+			[]string{"api.sops.yaml: user: missing: spec.secrets[0].keys lists it", "api.sops.yaml:2: token: is not in spec.secrets[0].keys"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := Check(entry(tc.secrets...), tc.files)

@@ -70,6 +70,8 @@ type job struct {
 	tags   map[string]string
 	data   []byte // the encrypted file, nil when it is missing or refused
 	fail   string // why the file cannot be used, before any AWS call
+	// binding is the value the file's secretfile.BindingKey must decrypt to.
+	binding string
 }
 
 // Sync synchronises the secret files of the repo (or of one cluster) into
@@ -173,7 +175,7 @@ func plan(root string, c validate.ClusterEntry) []*job {
 		p := secretfile.Path(dir, s.Name)
 		listed[p] = true
 		j := &job{item: Item{Cluster: c.Cluster.Metadata.Name, Secret: c.Names.Secrets[i].Name, File: p},
-			region: c.Cluster.Spec.Region, data: files[p],
+			region: c.Cluster.Spec.Region, data: files[p], binding: secretfile.Binding(c.Cluster.Metadata.Name, s.Name),
 			tags: map[string]string{TagCluster: c.Cluster.Metadata.Name, TagRecord: c.File, TagFile: p}}
 		switch {
 		case refused[p] != "":
@@ -306,6 +308,15 @@ func (s *secretSync) run(ctx context.Context) {
 	values, err := s.o.Decrypt(it.File, s.j.data)
 	if err != nil {
 		s.fail("%s", decryptReason(err))
+		return
+	}
+	// The binding is checked only now: its value is encrypted, and
+	// authenticated with the others, so only the file's own data key could
+	// have written it. What it holds is not repeated.
+	bound, ok := values[secretfile.BindingKey]
+	delete(values, secretfile.BindingKey)
+	if !ok || bound != s.j.binding {
+		s.fail("the file is bound to another secret: its %s value does not name %s, so it was encrypted for another cluster or secret and copied here; nothing was written (re-encrypt the value for this secret, docs/secrets.md)", secretfile.BindingKey, s.j.binding)
 		return
 	}
 	want, err := encode(values)

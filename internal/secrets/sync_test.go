@@ -19,6 +19,7 @@ import (
 	"github.com/getsops/sops/v3/stores/yaml"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
+	"github.com/spokeforge/spokeforge/internal/secretfile"
 	"github.com/spokeforge/spokeforge/internal/sopstest"
 )
 
@@ -82,11 +83,26 @@ func (w *world) write(rel string, data []byte) {
 }
 
 func (w *world) secret(name string, values map[string]string) {
-	b, err := sopstest.Encrypt(values, w.key.Recipient)
+	w.secretBoundTo(name, secretfile.Binding("gpu-east-1", name), values)
+}
+
+// secretBoundTo writes the secret file of name with binding as its
+// secretfile.BindingKey value.
+func (w *world) secretBoundTo(name, binding string, values map[string]string) {
+	b, err := sopstest.Encrypt(bind(values, binding), w.key.Recipient)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	w.write("clusters/gpu-east-1/secrets/"+name+".sops.yaml", b)
+}
+
+// bind is values with the binding added, as a user writes it before encrypting.
+func bind(values map[string]string, binding string) map[string]string {
+	out := map[string]string{secretfile.BindingKey: binding}
+	for k, v := range values {
+		out[k] = v
+	}
+	return out
 }
 
 // kmsSecret writes a secret file encrypted to a KMS key ARN of the fake
@@ -95,7 +111,7 @@ func (w *world) kmsSecret(name string, values map[string]string, url, arn string
 	w.t.Helper()
 	sopstest.UseFakeKMS(w.t, url, "AKIASYNC")
 	defer sopstest.UseFakeKMS(w.t, w.url, "AKIASYNC")
-	b, err := sopstest.EncryptKMS(values, map[string]string{"cluster": "gpu-east-1"}, arn)
+	b, err := sopstest.EncryptKMS(bind(values, secretfile.Binding("gpu-east-1", name)), map[string]string{"cluster": "gpu-east-1"}, arn)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -440,5 +456,43 @@ func TestSyncRefusesWhatValidateRefuses(t *testing.T) {
 		Client: func(context.Context, string) (API, error) { return w.client(), nil }})
 	if err == nil || !strings.Contains(err.Error(), "clusters/gpu-east-1/: is a symlink") {
 		t.Fatalf("symlinked cluster folder: %v", err)
+	}
+}
+
+// A secret file is bound to its secret by its encrypted BindingKey value: a
+// file copied from another cluster, or from another secret of the same
+// cluster, decrypts (same recipients) but fails alone, writes nothing and
+// does not repeat what the copied file was bound to; the value written to
+// Secrets Manager never holds the binding.
+func TestSyncRefusesACopiedFile(t *testing.T) {
+	for _, tc := range []struct{ name, binding string }{
+		{"from another cluster", "gpu-west-2/model-api-key"},
+		{"from another secret", "gpu-east-1/hf-token"},
+		{"a near miss", "gpu-east-1/model-api-key "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, "")
+			w.secretBoundTo("model-api-key", tc.binding, map[string]string{"token": "hunter2"})
+			w.secret("hf-token", map[string]string{"token": "b"})
+			r := w.sync(false)
+			if statuses(r) != "hf-token=created model-api-key=failed" || r.ExitCode() != ExitPartial ||
+				!strings.Contains(r.Items[1].Reason, "the file is bound to another secret: its spokeforge.io/bound-to value does not name gpu-east-1/model-api-key") {
+				t.Fatalf("%s %+v", statuses(r), r.Items)
+			}
+			if w.aws.SecretVersions(apiKey) != 0 || strings.Contains(fmt.Sprint(r.Items), "hunter2") ||
+				tc.binding != "" && strings.Contains(r.Items[1].Reason, tc.binding) {
+				t.Fatal("the copied file was written, or its value or binding repeated")
+			}
+		})
+	}
+	w := newWorld(t, "")
+	w.secret("model-api-key", map[string]string{"token": "a"})
+	w.secret("hf-token", map[string]string{"token": "b"})
+	if r := w.sync(false); r.ExitCode() != ExitSynchronised {
+		t.Fatal(r.Summary)
+	}
+	v, err := w.client().GetSecretValue(context.Background(), &sm.GetSecretValueInput{SecretId: aws.String(apiKey)})
+	if err != nil || aws.ToString(v.SecretString) != `{"token":"a"}` {
+		t.Fatalf("written value %q (%v), want only the secret's keys", aws.ToString(v.SecretString), err)
 	}
 }

@@ -28,7 +28,7 @@ func TestEncryptKMSThroughTheFake(t *testing.T) {
 		t.Fatalf("without UseFakeKMS: %v", err)
 	}
 	UseFakeKMS(t, url, "AKIASOPS")
-	b, err := EncryptKMS(map[string]string{"token": "value-kms-1"}, map[string]string{"cluster": "gpu-east-1"}, arn)
+	b, err := EncryptKMS(map[string]string{"token": "value-kms-1", secretfile.BindingKey: "gpu-east-1/s"}, map[string]string{"cluster": "gpu-east-1"}, arn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestEncryptKMSThroughTheFake(t *testing.T) {
 	if err != nil || f.Calls("kms.Decrypt") != 1 {
 		t.Fatalf("data key: %v (%d Decrypt calls)", err, f.Calls("kms.Decrypt"))
 	}
-	if _, err := tree.Decrypt(key, aes.NewCipher()); err != nil || tree.Branches[0][0].Value != "value-kms-1" {
+	if _, err := tree.Decrypt(key, aes.NewCipher()); err != nil || tree.Branches[0][1].Value != "value-kms-1" {
 		t.Fatalf("decrypt: %v %v", tree.Branches[0][0], err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
+	"github.com/spokeforge/spokeforge/internal/secretfile"
 	"github.com/spokeforge/spokeforge/internal/sopstest"
 )
 
@@ -65,7 +66,10 @@ func TestSecretsSync(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// As a user writes a secret before `sops --encrypt`: its keys, and the
+	// binding to its cluster and name.
 	encrypt := func(name string, values map[string]string) {
+		values[secretfile.BindingKey] = secretfile.Binding("e2e-gpu", name)
 		b, err := sopstest.Encrypt(values, key.Recipient)
 		if err != nil {
 			t.Fatal(err)
