@@ -62,6 +62,12 @@ type GitSource struct {
 
 	fetchMu sync.Mutex // one fetch at a time; a refresh waits for a running one
 	loader  *Loader    // under fetchMu
+	// refreshed is the last refresh to finish: the head checks started
+	// before it began, and its error (under fetchMu).
+	refreshed struct {
+		headSeq uint64
+		err     error
+	}
 
 	headMu   sync.Mutex
 	headSeq  uint64     // head checks started
@@ -175,29 +181,50 @@ func (g *GitSource) Current(ctx context.Context) (*Snapshot, error) {
 	if !g.cfg.ConfirmHead {
 		return g.Snapshot()
 	}
-	head, err := g.confirmHead(ctx)
+	head, seq, err := g.confirmHead(ctx)
 	switch {
 	case errors.Is(err, errPlainFolder):
 		return g.Snapshot()
 	case err != nil:
 		return nil, fmt.Errorf("cannot confirm the repo head: %w", err)
 	}
-	g.mu.RLock()
-	known := g.snap != nil && g.status.Commit == head || g.status.Head == head && g.status.HeadError != ""
-	g.mu.RUnlock()
-	if !known {
-		// Refresh fetches the head again, so it loads this commit or a later one.
-		if _, err := g.Refresh(ctx); err != nil {
+	if !g.loaded(head) {
+		if err := g.refreshSince(ctx, head, seq); err != nil {
 			return nil, fmt.Errorf("the repo head %s is not loaded: %w", head, err)
 		}
 	}
 	return g.Snapshot()
 }
 
+// loaded reports whether commit head is served, or was found invalid.
+func (g *GitSource) loaded(head string) bool {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	return g.snap != nil && g.status.Commit == head || g.status.Head == head && g.status.HeadError != ""
+}
+
+// refreshSince loads head, which head check seq saw. The requests that
+// wait on one head move share one refresh instead of each listing the
+// remote again in turn: once a refresh has loaded head the others are done,
+// and a refresh that began after check seq started and failed is their
+// answer too (it listed the remote after they arrived).
+func (g *GitSource) refreshSince(ctx context.Context, head string, seq uint64) error {
+	g.fetchMu.Lock()
+	defer g.fetchMu.Unlock()
+	if g.loaded(head) {
+		return nil
+	}
+	if g.refreshed.headSeq >= seq && g.refreshed.err != nil {
+		return g.refreshed.err
+	}
+	_, err := g.refreshLocked(ctx)
+	return err
+}
+
 // confirmHead returns the revision's commit as found by a check that
-// started after the call: a request never trusts a look taken before it
-// arrived, yet concurrent requests share one.
-func (g *GitSource) confirmHead(ctx context.Context) (string, error) {
+// started after the call, and that check's sequence number: a request never
+// trusts a look taken before it arrived, yet concurrent requests share one.
+func (g *GitSource) confirmHead(ctx context.Context) (string, uint64, error) {
 	g.headMu.Lock()
 	arrived := g.headSeq
 	for {
@@ -206,9 +233,9 @@ func (g *GitSource) confirmHead(ctx context.Context) (string, error) {
 			g.headMu.Unlock()
 			select {
 			case <-c.done:
-				return c.head, c.err
+				return c.head, c.seq, c.err
 			case <-ctx.Done():
-				return "", ctx.Err()
+				return "", 0, ctx.Err()
 			}
 		}
 		if c != nil {
@@ -220,7 +247,7 @@ func (g *GitSource) confirmHead(ctx context.Context) (string, error) {
 				select {
 				case <-c.done:
 				case <-ctx.Done():
-					return "", ctx.Err()
+					return "", 0, ctx.Err()
 				}
 				g.headMu.Lock()
 				continue
@@ -235,7 +262,7 @@ func (g *GitSource) confirmHead(ctx context.Context) (string, error) {
 		c.head, c.err = g.head(cctx)
 		cancel()
 		close(c.done)
-		return c.head, c.err
+		return c.head, c.seq, c.err
 	}
 }
 
@@ -257,15 +284,24 @@ func (g *GitSource) head(ctx context.Context) (string, error) {
 		return "", err
 	}
 	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{g.cfg.Repo}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	_, hash, err := g.listRevision(ctx, remote, auth)
 	if err != nil {
-		return "", fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
-	}
-	_, hash, err := resolveRef(refs, g.cfg.Revision)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", redactURL(g.cfg.Repo), err)
+		return "", err
 	}
 	return hash.String(), nil
+}
+
+// listRevision lists the remote's refs and resolves the revision among them.
+func (g *GitSource) listRevision(ctx context.Context, remote *git.Remote, auth transport.AuthMethod) (plumbing.ReferenceName, plumbing.Hash, error) {
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", plumbing.ZeroHash, fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
+	}
+	ref, hash, err := resolveRef(refs, g.cfg.Revision)
+	if err != nil {
+		return "", plumbing.ZeroHash, fmt.Errorf("%s: %w", redactURL(g.cfg.Repo), err)
+	}
+	return ref, hash, nil
 }
 
 // Status implements Source.
@@ -294,6 +330,15 @@ func (g *GitSource) Run(ctx context.Context, interval time.Duration) {
 func (g *GitSource) Refresh(ctx context.Context) (SourceStatus, error) {
 	g.fetchMu.Lock()
 	defer g.fetchMu.Unlock()
+	return g.refreshLocked(ctx)
+}
+
+// refreshLocked is Refresh under fetchMu; it records itself in g.refreshed.
+func (g *GitSource) refreshLocked(ctx context.Context) (st SourceStatus, err error) {
+	g.headMu.Lock()
+	started := g.headSeq
+	g.headMu.Unlock()
+	defer func() { g.refreshed.headSeq, g.refreshed.err = started, err }()
 	commit, files, refused, err := g.fetch(ctx)
 	now := time.Now()
 	if err != nil {
@@ -428,13 +473,9 @@ func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, record.Erro
 	if err != nil {
 		return "", nil, nil, err
 	}
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	ref, hash, err := g.listRevision(ctx, remote, auth)
 	if err != nil {
-		return "", nil, nil, fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
-	}
-	ref, hash, err := resolveRef(refs, g.cfg.Revision)
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("%s: %w", redactURL(g.cfg.Repo), err)
+		return "", nil, nil, err
 	}
 	g.mu.RLock()
 	same := g.status.Head == hash.String() && g.snap != nil

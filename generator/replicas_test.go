@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
@@ -114,6 +116,61 @@ func TestCurrentConfirmsHead(t *testing.T) {
 	src.cfg.Repo = "file://" + g.dir + ".gone"
 	if _, err := src.Current(ctx); err == nil || !strings.Contains(err.Error(), "cannot confirm the repo head") {
 		t.Fatalf("unreachable repo: %v", err)
+	}
+}
+
+// TestHeadMoveSharesOneRefresh: requests that all see the head move wait on
+// one refresh; none lists the remote again after it has loaded the commit
+// (each refresh counts in spokeforge_generator_repo_loads_total).
+func TestHeadMoveSharesOneRefresh(t *testing.T) {
+	g := newGitRepo(t)
+	src, err := NewGitSource(GitConfig{Repo: "file://" + g.dir, ConfirmHead: true, App: testSource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := src.Current(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refreshes := func() map[string]float64 {
+		out := map[string]float64{}
+		for _, r := range []string{"loaded", "unchanged", "invalid", "fetch_error"} {
+			m := &dto.Metric{}
+			if err := src.loads.WithLabelValues(r).Write(m); err != nil {
+				t.Fatal(err)
+			}
+			out[r] = m.GetCounter().GetValue()
+		}
+		return out
+	}
+	for round := 1; round <= 3; round++ {
+		head := g.commit(t, fmt.Sprintf("round %d", round), map[string]string{"orgs/globex.yaml": fmt.Sprintf(
+			"apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: globex}\nspec: {clusterAllowlist: [c%d]}\n", round)})
+		before := refreshes()
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := 0; i < 16; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				snap, err := src.Current(ctx)
+				if err == nil && snap.Commit != head {
+					err = fmt.Errorf("served %s, want %s", snap.Commit[:8], head[:8])
+				}
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := refreshes()
+		if after["loaded"]-before["loaded"] != 1 || after["unchanged"] != before["unchanged"] || after["fetch_error"] != before["fetch_error"] {
+			t.Fatalf("round %d: 16 requests after one head move refreshed %v, want one load and nothing else", round, after)
+		}
 	}
 }
 
