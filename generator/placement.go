@@ -203,6 +203,19 @@ type filteredAnswer struct {
 // from callers, so they must not grow memory without limit.
 const maxFiltered = 64
 
+// newer reports whether p's inputs are at least as recent as q's: a
+// snapshot loaded later, or the same snapshot under the same or a later
+// hub state. Anything is newer than nil.
+func (p *Placement) newer(q *Placement) bool {
+	switch {
+	case q == nil:
+		return true
+	case p.Snapshot != q.Snapshot:
+		return p.Snapshot.LoadedAt.After(q.Snapshot.LoadedAt)
+	}
+	return p.HubVersion >= q.HubVersion
+}
+
 // Place decides every zone of s under hub's current state. The caller has
 // checked hub.Ready.
 func Place(s *Snapshot, hub Hub) *Placement {

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -192,5 +193,59 @@ func TestZoneFilters(t *testing.T) {
 		if g := strings.Join(got, ","); g != tt.want {
 			t.Errorf("%+v: zones %s, want %s", tt.f, g, tt.want)
 		}
+	}
+}
+
+// TestPlacementOrder: when computations overlap, the one that finishes last
+// may have the older inputs; it replaces neither the served Placement nor
+// the recorded decisions (gauges, logs) of newer ones.
+func TestPlacementOrder(t *testing.T) {
+	old := mustSnapshot(t, exampleFS(t, nil), "old")
+	cur := mustSnapshot(t, exampleFS(t, nil), "new")
+	hub := registeredHub()
+	pOld := Place(old, hub)
+	hub.version = 1
+	pOldLaterHub := Place(old, hub)
+	pNew := Place(cur, hub)
+	for _, tc := range []struct {
+		name string
+		p, q *Placement
+		want bool
+	}{
+		{"anything after nothing", pOld, nil, true},
+		{"later snapshot", pNew, pOldLaterHub, true},
+		{"earlier snapshot", pOldLaterHub, pNew, false},
+		{"same snapshot, later hub", pOldLaterHub, pOld, true},
+		{"same snapshot, earlier hub", pOld, pOldLaterHub, false},
+		{"same inputs", pNew, pNew, true},
+	} {
+		if got := tc.p.newer(tc.q); got != tc.want {
+			t.Errorf("%s: newer = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+
+	// The hub withdraws gpu-east-1 for the newer placement only: its zones wait there.
+	withdrawn := registeredHub()
+	withdrawn.version = 2
+	delete(withdrawn.secrets, "gpu-east-1")
+	pWithdrawn := Place(cur, withdrawn)
+	srv := benchServer(t, &staticSource{snap: cur}, withdrawn)
+	srv.record(pWithdrawn)
+	want := map[string]Outcome{}
+	for z, o := range srv.last {
+		want[z] = o
+	}
+	srv.record(pOld) // finished last, computed from older inputs
+	if !reflect.DeepEqual(srv.last, want) || srv.recorded != pWithdrawn {
+		t.Fatalf("an older placement recorded over a newer one:\n got %v\nwant %v", srv.last, want)
+	}
+	waiting := 0
+	for _, o := range want {
+		if o != Placed {
+			waiting++
+		}
+	}
+	if waiting == 0 {
+		t.Fatal("the test's newer placement changed no decision; it proves nothing")
 	}
 }

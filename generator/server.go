@@ -74,11 +74,13 @@ type Server struct {
 	token tokenFile
 	log   *slog.Logger
 
-	// placed is the latest Placement; placing the one being computed.
+	// placed is the Placement of the latest inputs (Placement.newer; stored
+	// under placeMu); placing the one being computed.
 	placed   atomic.Pointer[Placement]
 	placeMu  sync.Mutex
 	placing  *placing
 	recordMu sync.Mutex
+	recorded *Placement         // the last one recorded (under recordMu)
 	last     map[string]Outcome // zone -> outcome last logged (under recordMu)
 }
 
@@ -393,14 +395,19 @@ func (s *Server) placement(snap *Snapshot) *Placement {
 	s.placing = c
 	s.placeMu.Unlock()
 	c.p = Place(snap, s.hub)
-	s.placed.Store(c.p)
-	s.record(c.p.Decisions(Filter{}, false))
+	// Computations overlap when the snapshot or the hub changes during one:
+	// the one that finishes last may have the older inputs, and must not
+	// replace a newer Placement (nor its gauges and logs).
 	s.placeMu.Lock()
+	if c.p.newer(s.placed.Load()) {
+		s.placed.Store(c.p)
+	}
 	if s.placing == c {
 		s.placing = nil
 	}
 	s.placeMu.Unlock()
 	close(c.done)
+	s.record(c.p)
 	return c.p
 }
 
@@ -484,11 +491,17 @@ func (s *Server) placements(c echo.Context) error {
 	return c.JSON(http.StatusOK, p)
 }
 
-// record sets the decision gauges from every zone's decision and logs
-// each that changed since it was last logged.
-func (s *Server) record(ds []Decision) {
+// record sets the decision gauges from every zone's decision in p and logs
+// each that changed since it was last logged, unless a Placement of newer
+// inputs was recorded already.
+func (s *Server) record(p *Placement) {
 	s.recordMu.Lock()
 	defer s.recordMu.Unlock()
+	if !p.newer(s.recorded) {
+		return
+	}
+	s.recorded = p
+	ds := p.Decisions(Filter{}, false)
 	s.m.observeDecisions(ds)
 	prev := s.last
 	// A new map also forgets zones git removed.
