@@ -35,7 +35,6 @@ func TestTextFuncsMatchSprig(t *testing.T) {
 			args []any
 		}{
 			{"default", []any{"fallback", v}},
-			{"toString", []any{v}},
 		} {
 			got, want := call(textFuncs[tc.name], tc.args...), call(sp[tc.name], tc.args...)
 			if !reflect.DeepEqual(got, want) {

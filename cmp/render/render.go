@@ -86,27 +86,13 @@ var templates = template.Must(template.New("").Funcs(textFuncs).Funcs(Encoders).
 // textFuncs are the sprig functions the templates use, as sprig defines them:
 // sprig.TxtFuncMap would link sprig's ~200 functions and their packages
 // (semver, decimal, crypto, uuid), whose init every render paid (~0.8 ms of
-// GODEBUG=inittrace=1 in a cmponly process) for these four.
+// GODEBUG=inittrace=1 in a cmponly process) for these three.
 var textFuncs = template.FuncMap{
 	"default": func(d any, given ...any) any {
 		if len(given) == 0 || empty(given[0]) {
 			return d
 		}
 		return given[0]
-	},
-	"toString": func(v any) string {
-		switch v := v.(type) {
-		case string:
-			return v
-		case []byte:
-			return string(v)
-		case error:
-			return v.Error()
-		case fmt.Stringer:
-			return v.String()
-		default:
-			return fmt.Sprintf("%v", v)
-		}
 	},
 	"upper":   strings.ToUpper,
 	"replace": func(old, new, src string) string { return strings.ReplaceAll(src, old, new) },
