@@ -110,6 +110,17 @@ func (l Loc) unknownCluster(path, cluster string) record.Error {
 	return l.err(record.CodeUnknownCluster, path, "unknown cluster %q (no clusters/%s/cluster.yaml)", cluster, cluster)
 }
 
+// The field paths CrossFile names in findings, and whose lines TrimLines keeps.
+const (
+	namePath      = "metadata.name"
+	shortNamePath = "spec.shortName"
+	// secretPathField: the secret path derives from the whole spec.
+	secretPathField = "spec"
+	workloadsPath   = "spec.workloads"
+	allowlistPath   = "spec.clusterAllowlist"
+	zonesPath       = "spec.delivery.zones"
+)
+
 // CrossFile checks the rules that span records: colliding cloud names,
 // allowlists and zones naming unknown clusters, products of unknown orgs,
 // duplicate zone names, duplicate cluster names and two records deriving
@@ -149,12 +160,12 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		}
 		apps[app] = l
 	}
-	nameField := func() string { return "metadata.name" }
+	nameField := func() string { return namePath }
 	for i := range clusters {
 		e := &clusters[i]
 		n := e.Cluster.Metadata.Name
 		if prev, dup := known[n]; dup {
-			errs = append(errs, e.err(record.CodeDuplicateCluster, "metadata.name", "cluster %q is also defined in %s", n, clusters[prev].File))
+			errs = append(errs, e.err(record.CodeDuplicateCluster, namePath, "cluster %q is also defined in %s", n, clusters[prev].File))
 			continue
 		}
 		known[n] = i
@@ -164,10 +175,10 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		claimApp(&e.Loc, nameField, names.SpokeApplication(n))
 		claimApp(&e.Loc, nameField, names.AppOfApps(n))
 		for j, w := range e.Cluster.Spec.Workloads {
-			claimApp(&e.Loc, func() string { return fmt.Sprintf("spec.workloads[%d].name", j) }, names.WorkloadApplication(n, w.Name))
+			claimApp(&e.Loc, func() string { return indexPath(nil, workloadsPath, j, ".name") }, names.WorkloadApplication(n, w.Name))
 		}
-		claim(i, "IAM role", e.Names.IAMRole, "spec.shortName")
-		claim(i, "secret path", e.Names.SecretPath, "spec")
+		claim(i, "IAM role", e.Names.IAMRole, shortNamePath)
+		claim(i, "secret path", e.Names.SecretPath, secretPathField)
 		for _, c := range e.Names.Queues {
 			claim(i, "SQS queue", c.Name, c.Field)
 		}
@@ -183,7 +194,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		orgNames[o.Org.Metadata.Name] = true
 		for i, cl := range o.Org.Spec.ClusterAllowlist {
 			if _, ok := known[cl]; !ok {
-				errs = append(errs, o.unknownCluster(fmt.Sprintf("spec.clusterAllowlist[%d]", i), cl))
+				errs = append(errs, o.unknownCluster(indexPath(nil, allowlistPath, i, ""), cl))
 			}
 		}
 	}
@@ -191,19 +202,19 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 	for pi := range products {
 		p := &products[pi]
 		if !orgNames[p.Org] {
-			errs = append(errs, p.err(record.CodeUnknownOrg, "metadata.name", "product of unknown org %q (no orgs/%s.yaml)", p.Org, p.Org))
+			errs = append(errs, p.err(record.CodeUnknownOrg, namePath, "product of unknown org %q (no orgs/%s.yaml)", p.Org, p.Org))
 		}
 		for i, z := range p.Product.Spec.Delivery.Zones {
-			zp := func() string { return fmt.Sprintf("spec.delivery.zones[%d]", i) }
+			zp := func(field string) string { return indexPath(nil, zonesPath, i, field) }
 			if prev, dup := zones[z.Name]; dup {
-				errs = append(errs, p.err(record.CodeDuplicateZone, zp()+".name", "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
+				errs = append(errs, p.err(record.CodeDuplicateZone, zp(".name"), "zone %q is also defined in %s; zone names are unique (the Application is %s)", z.Name, prev.File, names.ZoneApplication(z.Name)))
 			} else {
 				zones[z.Name] = &p.Loc
-				claimApp(&p.Loc, func() string { return zp() + ".name" }, names.ZoneApplication(z.Name))
+				claimApp(&p.Loc, func() string { return zp(".name") }, names.ZoneApplication(z.Name))
 			}
 			if z.Cluster != "" {
 				if _, ok := known[z.Cluster]; !ok {
-					errs = append(errs, p.unknownCluster(zp()+".cluster", z.Cluster))
+					errs = append(errs, p.unknownCluster(zp(".cluster"), z.Cluster))
 				}
 			}
 		}
@@ -233,11 +244,11 @@ func (c *checker) nameIsFileName(name string, max int) {
 // intern, when not nil, gives the one copy of each path the caller keeps
 // (a fleet repo spells zones[0].name thousands of times).
 func (e *ClusterEntry) TrimLines(intern func(string) string) {
-	paths := []string{"metadata.name"}
+	paths := []string{namePath}
 	if e.Names != nil {
-		paths = append(paths, "spec.shortName", "spec")
+		paths = append(paths, shortNamePath, secretPathField)
 		for j := range e.Cluster.Spec.Workloads {
-			paths = append(paths, indexPath(intern, "spec.workloads", j, ".name"))
+			paths = append(paths, indexPath(intern, workloadsPath, j, ".name"))
 		}
 		for _, cs := range [][]names.Cloud{e.Names.Queues, e.Names.Buckets, e.Names.Registries} {
 			for _, c := range cs {
@@ -252,7 +263,7 @@ func (e *ClusterEntry) TrimLines(intern func(string) string) {
 func (e *OrgEntry) TrimLines(intern func(string) string) {
 	paths := make([]string, len(e.Org.Spec.ClusterAllowlist))
 	for i := range paths {
-		paths[i] = indexPath(intern, "spec.clusterAllowlist", i, "")
+		paths[i] = indexPath(intern, allowlistPath, i, "")
 	}
 	e.Lines = keepLines(e.Lines, paths)
 }
@@ -261,9 +272,9 @@ func (e *OrgEntry) TrimLines(intern func(string) string) {
 func (e *ProductEntry) TrimLines(intern func(string) string) {
 	zs := e.Product.Spec.Delivery.Zones
 	paths := make([]string, 0, 1+2*len(zs))
-	paths = append(paths, "metadata.name")
+	paths = append(paths, namePath)
 	for i := range zs {
-		paths = append(paths, indexPath(intern, "spec.delivery.zones", i, ".name"), indexPath(intern, "spec.delivery.zones", i, ".cluster"))
+		paths = append(paths, indexPath(intern, zonesPath, i, ".name"), indexPath(intern, zonesPath, i, ".cluster"))
 	}
 	e.Lines = keepLines(e.Lines, paths)
 }
