@@ -207,15 +207,17 @@ func (g *GitSource) loaded(head string) bool {
 // wait on one head move share one refresh instead of each listing the
 // remote again in turn: once a refresh has loaded head the others are done,
 // and a refresh that began after check seq started and failed is their
-// answer too (it listed the remote after they arrived).
+// answer too (it listed the remote after they arrived) — unless it failed
+// only because its own caller went away.
 func (g *GitSource) refreshSince(ctx context.Context, head string, seq uint64) error {
 	g.fetchMu.Lock()
 	defer g.fetchMu.Unlock()
 	if g.loaded(head) {
 		return nil
 	}
-	if g.refreshed.headSeq >= seq && g.refreshed.err != nil {
-		return g.refreshed.err
+	if err := g.refreshed.err; g.refreshed.headSeq >= seq && err != nil &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
 	}
 	_, err := g.refreshLocked(ctx)
 	return err

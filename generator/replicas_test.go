@@ -3,6 +3,7 @@ package generator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -171,6 +172,32 @@ func TestHeadMoveSharesOneRefresh(t *testing.T) {
 		if after["loaded"]-before["loaded"] != 1 || after["unchanged"] != before["unchanged"] || after["fetch_error"] != before["fetch_error"] {
 			t.Fatalf("round %d: 16 requests after one head move refreshed %v, want one load and nothing else", round, after)
 		}
+	}
+}
+
+// TestSharedRefreshErrors: a request that shared a head check takes the
+// error of a refresh that began after it, unless that refresh failed only
+// because its own caller went away: then it refreshes itself.
+func TestSharedRefreshErrors(t *testing.T) {
+	g := newGitRepo(t)
+	src, err := NewGitSource(GitConfig{Repo: "file://" + g.dir, ConfirmHead: true, App: testSource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	h, _ := g.r.Head()
+	head := h.Hash().String()
+	src.refreshed.headSeq, src.refreshed.err = 5, errors.New("listing the remote: connection refused")
+	if err := src.refreshSince(ctx, head, 5); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("a shared failed refresh: %v", err)
+	}
+	if err := src.refreshSince(ctx, head, 6); err != nil || !src.loaded(head) {
+		t.Fatalf("a refresh older than the check is not shared: %v, loaded %v", err, src.loaded(head))
+	}
+	head = g.commit(t, "next", map[string]string{"orgs/globex.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: globex}\nspec: {clusterAllowlist: []}\n"})
+	src.refreshed.headSeq, src.refreshed.err = 9, fmt.Errorf("fetching: %w", context.Canceled)
+	if err := src.refreshSince(ctx, head, 9); err != nil || !src.loaded(head) {
+		t.Fatalf("a refresh whose caller went away is not shared: %v, loaded %v", err, src.loaded(head))
 	}
 }
 
