@@ -192,12 +192,26 @@ func tcpCheck(addr string) func(context.Context) error {
 // that two calls never return the same port; release closes them right before the processes
 // start. Ports come from below the kernel's ephemeral range (32768 and up on Linux), so no
 // outgoing connection takes one between release and the process binding it, and never twice
-// in a test process, so hubs started in parallel tests do not race for one.
+// in a test process, so hubs started in parallel tests do not race for one. Test processes
+// running at the same time (test/e2e/run.sh runs one per Argo CD release) each get their own
+// part of the range through E2E_PORT_RANGE, since neither can see which ports the other has
+// released but not yet bound.
 type portPool struct {
 	ls []net.Listener
 }
 
-const portLow, portHigh = 20000, 32768
+var portLow, portHigh = portRange(os.Getenv("E2E_PORT_RANGE"))
+
+// portRange parses "LOW-HIGH" (HIGH excluded), falling back to the whole range below the
+// ephemeral ports.
+func portRange(s string) (int, int) {
+	const low, high = 20000, 32768
+	var lo, hi int
+	if _, err := fmt.Sscanf(s, "%d-%d", &lo, &hi); err != nil || lo < 1024 || hi <= lo+64 || hi > 65536 {
+		return low, high
+	}
+	return lo, hi
+}
 
 var handedOut = struct {
 	sync.Mutex

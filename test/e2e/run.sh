@@ -11,9 +11,16 @@ shift || true
 go="${GO:-go}"
 status="$(mktemp -d)"
 trap 'rm -rf "$status"' EXIT
+# Each release its own slice of the loopback ports below the ephemeral range (test/e2e/proc.go):
+# two test processes cannot see which ports the other has picked but not yet bound.
+slot=0
+width=$(( (32768 - 20000) / ${#versions[@]} ))
 for v in "${versions[@]}"; do
+  lo=$(( 20000 + slot * width ))
+  slot=$(( slot + 1 ))
   (
     start=$SECONDS
+    export E2E_PORT_RANGE="$lo-$(( lo + width ))"
     # One package, so that go test streams -v output instead of holding it to the end (the
     # harness's own packages, fakeaws and demo, are built and tested by make test).
     ARGOCD_VERSION="$v" "$go" test -tags e2e "$@" ./test/e2e/ 2>&1
