@@ -5,7 +5,9 @@ E2E_TIMEOUT ?= 40m
 # -v: the scenarios log what they measure (delays, counts), which the docs quote.
 E2E_FLAGS ?= -v
 # Tests run in parallel, each on its own hub: most of a test is waiting on reconciliation.
-# E2E_PARALLEL hubs per Argo CD release, and the releases run at the same time.
+# E2E_PARALLEL hubs per Argo CD release, and the releases run at the same time. The harness
+# holds the tests to that many, longest first (test/e2e/slots.go); go test's own -parallel is
+# set above the number of tests so that it does not choose first.
 E2E_PARALLEL ?= 3
 
 .PHONY: e2e e2e-install
@@ -18,8 +20,8 @@ e2e-install:
 # (ARGOCD_VERSION=v3.2.12 make e2e). The target fails if any release failed.
 E2E_ARGOCD_VERSIONS ?= v2.14.21 v3.2.12
 e2e: e2e-install
-	GO=$(GO) test/e2e/run.sh $(or $(ARGOCD_VERSION),$(E2E_ARGOCD_VERSIONS)) -- \
-	  -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) $(E2E_FLAGS)
+	GO=$(GO) E2E_PARALLEL=$(E2E_PARALLEL) test/e2e/run.sh $(or $(ARGOCD_VERSION),$(E2E_ARGOCD_VERSIONS)) -- \
+	  -count=1 -timeout $(E2E_TIMEOUT) -parallel 64 $(E2E_FLAGS)
 
 .PHONY: demo
 

@@ -60,7 +60,7 @@ func org(name string, allow ...string) string {
 // Applications appear; removing an allowlist entry withdraws its zone; with the generator
 // stopped every existing Application stays.
 func TestGenerator(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	h := StartHub(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 14*time.Minute)
 	defer cancel()

@@ -90,7 +90,7 @@ spec:
 // spoke-gpu-east-1 and its workload Application gpu-east-1-inference into the argocd
 // namespace; the spoke Application (spoke mode) syncs the spoke.
 func TestHostileRecord(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	started := time.Now()
 	h := StartHub(t, Options{})
 	if h.Spokeforge == "" {

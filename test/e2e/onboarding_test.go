@@ -82,7 +82,7 @@ spec:
 // Certificate and ESO status, and the test registers the GPU node as the
 // kubelet, device plugin and NFD would.
 func TestOnboarding(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	start := time.Now()
 	h := StartHub(t, Options{})
 	if h.Spokeforge == "" {

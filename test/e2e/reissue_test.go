@@ -19,7 +19,7 @@ import (
 // actions run … reissue` re-triggers issuance as `cmctl renew` does, the stand-in cert-manager
 // sees the re-trigger and issues, and the Certificate's existing Secret is never deleted.
 func TestReissueCertificate(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	h := StartHub(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()

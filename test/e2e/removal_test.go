@@ -35,7 +35,7 @@ const (
 // examples/gitops/hub, then clusters/gpu-east-1/ is removed in one commit; every object of the
 // spoke (uid, resourceVersion and, for Secrets, a hash of the data) must be as before.
 func TestRemoveCluster(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	t.Run("record and allowlist entry in one commit, generator running", func(t *testing.T) { removeCluster(t, false, true) })
 	t.Run("generator stopped at the removal commit, then started again", func(t *testing.T) { removeCluster(t, true, false) })
 }

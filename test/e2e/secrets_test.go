@@ -26,7 +26,7 @@ import (
 // broken file fails alone (exit 2) while the other is updated; then
 // `spokeforge check`'s Secrets boundary passes against the same fake.
 func TestSecretsSync(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	start := time.Now()
 	h := StartHub(t, Options{})
 	if h.Spokeforge == "" {

@@ -14,7 +14,7 @@ import (
 // TestSmoke: a directory Application from a file:// repo, synced with the argocd CLI, lands its
 // ConfigMap on the spoke.
 func TestSmoke(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	start := time.Now()
 	h := StartHub(t, Options{SpokeforgeOptional: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -24,7 +24,7 @@ const (
 // the record, sync with the CLI, change it, break it, and break the hub. The steps share one
 // hub and build on each other; a failed step skips the rest.
 func TestSpokeforge(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	h := StartHub(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -37,7 +37,7 @@ var updateScreenshot = flag.Bool("update-screenshot", false, "TestUIContracts wr
 // Certificate's retry hint and the reissue action in its actions menu, run from the UI; and
 // the ladder recovering.
 func TestUIContracts(t *testing.T) {
-	t.Parallel()
+	parallel(t)
 	h := StartHub(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()

@@ -1,0 +1,51 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestSlotsOrder: waiters that arrive together are served heaviest first, ties by name, and
+// never more at once than there are slots. No hub.
+func TestSlotsOrder(t *testing.T) {
+	weights := map[string]int{"long": 600, "mid": 300, "short-a": 60, "short-b": 60, "unknown": 0}
+	for _, n := range []int{1, 2} {
+		s := newSlots(n, 50*time.Millisecond, func(name string) int { return weights[name] })
+		var (
+			mu            sync.Mutex
+			order         []string
+			running, peak int
+			wg            sync.WaitGroup
+		)
+		for _, name := range []string{"unknown", "short-b", "mid", "short-a", "long"} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.acquire(name)
+				mu.Lock()
+				order = append(order, name)
+				running++
+				peak = max(peak, running)
+				mu.Unlock()
+				time.Sleep(20 * time.Millisecond)
+				mu.Lock()
+				running--
+				mu.Unlock()
+				s.release()
+			}()
+		}
+		wg.Wait()
+		if peak > n {
+			t.Errorf("%d slots: %d ran at once", n, peak)
+		}
+		if n == 1 {
+			if want := []string{"long", "mid", "short-a", "short-b", "unknown"}; !slices.Equal(order, want) {
+				t.Errorf("1 slot: served %v, want %v", order, want)
+			}
+		}
+	}
+}
