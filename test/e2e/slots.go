@@ -78,6 +78,8 @@ func (s *slots) acquire(name string) {
 	}
 	delete(s.waiting, name)
 	s.free--
+	// Another waiter may now be next, and a slot may still be free.
+	s.cond.Broadcast()
 }
 
 func (s *slots) release() {
