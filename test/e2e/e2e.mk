@@ -8,7 +8,7 @@ E2E_FLAGS ?= -v
 # E2E_PARALLEL hubs per Argo CD release, and the releases run at the same time. The harness
 # holds the tests to that many, longest first (test/e2e/slots.go); go test's own -parallel is
 # set above the number of tests so that it does not choose first.
-E2E_PARALLEL ?= 2
+E2E_PARALLEL ?= 3
 
 .PHONY: e2e e2e-install
 

@@ -27,10 +27,10 @@ var expectedSeconds = map[string]int{
 	"TestSmoke":              75,
 }
 
-// hubSlots holds E2E_PARALLEL slots (default 2): how many tests run a hub at once. The
+// hubSlots holds E2E_PARALLEL slots (default 3): how many tests run a hub at once. The
 // Makefile gives go test a -parallel above the number of tests, so that every parallel test
 // reaches hubSlots and the order is decided here.
-var hubSlots = newSlots(envInt("E2E_PARALLEL", 2), time.Second, func(name string) int { return expectedSeconds[name] })
+var hubSlots = newSlots(envInt("E2E_PARALLEL", 3), time.Second, func(name string) int { return expectedSeconds[name] })
 
 // parallel marks t parallel, then waits for a hub slot, longest expected test first; the slot
 // is given back when t and its cleanups (the hub's teardown among them) are done.
