@@ -13,8 +13,9 @@ import (
 // expectedSeconds is each parallel test's wall time in a CI run (v3.2.12, both releases at
 // once on 2 cores). Only the order matters: go test starts waiting parallel tests in no set
 // order, and a long test that happens to start last sets the suite's wall time (in one CI run
-// TestHostileRecord, 350 s, started last and ended the v3.2.12 suite 1095 s in; longest first
-// packs the same tests into about 900 s), so the longest go first. A test missing here goes last.
+// TestHostileRecord, 350 s, started last and ended the v3.2.12 suite 1095 s in), so the longest
+// go first. At 3 hubs per release that has not yet made the suite shorter (docs/e2e.md). A test
+// missing here goes last.
 var expectedSeconds = map[string]int{
 	"TestRemoveCluster":      620,
 	"TestSpokeforge":         480,
@@ -41,8 +42,9 @@ func parallel(t *testing.T) {
 	t.Cleanup(hubSlots.release)
 }
 
-// slots is a counting semaphore that serves the waiter of the largest weight first. The first grant waits settle after the first arrival, so that every test go test
-// releases at once has arrived before the order is decided.
+// slots is a counting semaphore that serves the waiter of the largest weight first. The first
+// grant waits settle after the first arrival, so that every test go test releases at once has
+// arrived before the order is decided.
 type slots struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
