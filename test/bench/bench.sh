@@ -21,7 +21,7 @@ say "checking the chart and the kustomize directory are generated from the golde
 
 say "building spokeforge (as the Dockerfile does), the floor and the runner"
 go build -trimpath -ldflags "-s -w" -o "$work/spokeforge" .
-go build -tags cmponly -trimpath -ldflags "-s -w" -o "$work/spokeforge-cmponly" .
+CGO_ENABLED=0 go build -tags cmponly -trimpath -ldflags "-s -w" -o "$work/spokeforge-cmponly" .
 cp test/bench/floor/main.go examples/gitops/rendered/gpu-east-1.spoke.yaml "$work/floor/"
 mv "$work/floor/gpu-east-1.spoke.yaml" "$work/floor/out.yaml"
 printf 'module floor\n\ngo 1.24\n' >"$work/floor/go.mod"

@@ -48,6 +48,9 @@ type Contender struct {
 type Sample struct {
 	Wall   time.Duration
 	MaxRSS int64 // KiB
+	// MinFlt counts the child's minor page faults (ru_minflt): what a process costs beyond
+	// its CPU work depends on it, and on what a fault costs on the machine.
+	MinFlt int64
 }
 
 type result struct {
@@ -386,7 +389,7 @@ func runOnce(args []string, buf []byte) (Sample, error) {
 	if ru == nil {
 		return Sample{}, fmt.Errorf("no rusage")
 	}
-	return Sample{Wall: wall, MaxRSS: ru.Maxrss}, nil
+	return Sample{Wall: wall, MaxRSS: ru.Maxrss, MinFlt: ru.Minflt}, nil
 }
 
 func quantile(sorted []float64, q float64) float64 {
@@ -399,18 +402,21 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
 }
 
-type stats struct{ med, p10, p90, min, max, rssMed, rssMax float64 }
+type stats struct{ med, p10, p90, min, max, rssMed, rssMax, fltMed float64 }
 
 func summarize(ss []Sample) stats {
 	w := make([]float64, len(ss))
 	r := make([]float64, len(ss))
+	f := make([]float64, len(ss))
 	for i, s := range ss {
 		w[i] = float64(s.Wall) / float64(time.Millisecond)
 		r[i] = float64(s.MaxRSS) / 1024
+		f[i] = float64(s.MinFlt)
 	}
 	sort.Float64s(w)
 	sort.Float64s(r)
-	return stats{quantile(w, .5), quantile(w, .1), quantile(w, .9), w[0], w[len(w)-1], quantile(r, .5), r[len(r)-1]}
+	sort.Float64s(f)
+	return stats{quantile(w, .5), quantile(w, .1), quantile(w, .9), w[0], w[len(w)-1], quantile(r, .5), r[len(r)-1], quantile(f, .5)}
 }
 
 func report(w io.Writer, cs []Contender, res *result, rounds int) {
@@ -418,12 +424,18 @@ func report(w io.Writer, cs []Contender, res *result, rounds int) {
 	defer bw.Flush()
 	base := summarize(res.Samples[cs[0].Name])
 	fmt.Fprintf(bw, "Whole process, %d rounds round-robin; wall ms, peak RSS MiB; ratios = contender / %s (medians)\n\n", rounds, cs[0].Name)
-	fmt.Fprintln(bw, "| contender | wall median | p10–p90 | min–max | peak RSS median (max) | wall ratio | RSS ratio |")
-	fmt.Fprintln(bw, "|---|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(bw, "| contender | wall median | p10–p90 | min–max | peak RSS median (max) | minor faults median | wall ratio | RSS ratio |")
+	fmt.Fprintln(bw, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	med := map[string]float64{}
 	for _, c := range cs {
 		s := summarize(res.Samples[c.Name])
-		fmt.Fprintf(bw, "| %s | %.1f | %.1f–%.1f | %.1f–%.1f | %.1f (%.1f) | %.2f× | %.2f× |\n",
-			c.Name, s.med, s.p10, s.p90, s.min, s.max, s.rssMed, s.rssMax, s.med/base.med, s.rssMed/base.rssMed)
+		med[c.Name] = s.med
+		fmt.Fprintf(bw, "| %s | %.1f | %.1f–%.1f | %.1f–%.1f | %.1f (%.1f) | %.0f | %.2f× | %.2f× |\n",
+			c.Name, s.med, s.p10, s.p90, s.min, s.max, s.rssMed, s.rssMax, s.fltMed, s.med/base.med, s.rssMed/base.rssMed)
+	}
+	if noOverlay, ok := med["spokeforge render, no overlay, cmponly build"]; ok {
+		fmt.Fprintf(bw, "\nIssue 16 (medians): cmponly render without an overlay ÷ floor = %.2f× (target ≤ 4×); with the overlay ÷ kustomize build = %.2f× (target ≤ 0.5×)\n",
+			noOverlay/med["floor"], med["spokeforge render, cmponly build"]/med["kustomize build"])
 	}
 	fmt.Fprintf(bw, "\nPeak RSS of the measuring process (a lower bound on every RSS above, see runner doc): %.1f MiB\n", float64(res.SelfRSS)/1024)
 	for _, c := range cs {
