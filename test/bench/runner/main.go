@@ -45,6 +45,14 @@ type Contender struct {
 }
 
 // Sample is one run.
+// The contenders issue 16's ratios are taken from (report).
+const (
+	nameFloor            = "floor"
+	nameKustomize        = "kustomize build"
+	nameCmpOnly          = "spokeforge render, cmponly build"
+	nameCmpOnlyNoOverlay = "spokeforge render, no overlay, cmponly build"
+)
+
 type Sample struct {
 	Wall   time.Duration
 	MaxRSS int64 // KiB
@@ -91,16 +99,16 @@ func main() {
 	cs := []Contender{
 		{Name: "spokeforge render", Args: []string{*sf, "render", *spokeDir}, Golden: golden, Note: "the CMP's generate command, kustomize overlay included"},
 		{Name: "helm template", Args: []string{*helm, "template", "gpu-east-1", "test/bench/testdata/spoke-chart"}, Golden: golden, Note: "chart test/bench/testdata/spoke-chart"},
-		{Name: "kustomize build", Args: []string{*kust, "build", "test/bench/testdata/spoke-kustomize"}, Golden: golden, Note: "the same objects as static files"},
-		{Name: "floor", Args: []string{*floor}, Golden: golden, Note: "a Go binary that only prints the same bytes"},
+		{Name: nameKustomize, Args: []string{*kust, "build", "test/bench/testdata/spoke-kustomize"}, Golden: golden, Note: "the same objects as static files"},
+		{Name: nameFloor, Args: []string{*floor}, Golden: golden, Note: "a Go binary that only prints the same bytes"},
 		{Name: "spokeforge version", Args: []string{*sf, "version"}, Note: "process start-up of the spokeforge binary"},
 		{Name: "spokeforge render, no overlay", Args: []string{*sf, "render", "examples/gitops/clusters/gpu-west-2"}, Golden: "examples/gitops/rendered/gpu-west-2.spoke.yaml", Note: "gpu-west-2 (no kustomization.yaml; other objects)"},
 	}
 	if *cmpOnly != "" {
 		cs = append(cs,
-			Contender{Name: "spokeforge render, cmponly build", Args: []string{*cmpOnly, "render", *spokeDir}, Golden: golden, Note: "the same code built with -tags cmponly: no agent, check, credentials"},
+			Contender{Name: nameCmpOnly, Args: []string{*cmpOnly, "render", *spokeDir}, Golden: golden, Note: "the same code built with -tags cmponly: no agent, check, credentials"},
 			Contender{Name: "spokeforge version, cmponly build", Args: []string{*cmpOnly, "version"}, Note: "start-up of the cmponly build"},
-			Contender{Name: "spokeforge render, no overlay, cmponly build", Args: []string{*cmpOnly, "render", "examples/gitops/clusters/gpu-west-2"}, Golden: "examples/gitops/rendered/gpu-west-2.spoke.yaml", Note: "gpu-west-2 with the cmponly build (issue 16: at most 4× the floor)"})
+			Contender{Name: nameCmpOnlyNoOverlay, Args: []string{*cmpOnly, "render", "examples/gitops/clusters/gpu-west-2"}, Golden: "examples/gitops/rendered/gpu-west-2.spoke.yaml", Note: "gpu-west-2 with the cmponly build (issue 16: at most 4× the floor)"})
 	}
 	if *baseline != "" {
 		cs = append(cs,
@@ -433,9 +441,9 @@ func report(w io.Writer, cs []Contender, res *result, rounds int) {
 		fmt.Fprintf(bw, "| %s | %.1f | %.1f–%.1f | %.1f–%.1f | %.1f (%.1f) | %.0f | %.2f× | %.2f× |\n",
 			c.Name, s.med, s.p10, s.p90, s.min, s.max, s.rssMed, s.rssMax, s.fltMed, s.med/base.med, s.rssMed/base.rssMed)
 	}
-	if noOverlay, ok := med["spokeforge render, no overlay, cmponly build"]; ok {
+	if noOverlay, ok := med[nameCmpOnlyNoOverlay]; ok {
 		fmt.Fprintf(bw, "\nIssue 16 (medians): cmponly render without an overlay ÷ floor = %.2f× (target ≤ 4×); with the overlay ÷ kustomize build = %.2f× (target ≤ 0.5×)\n",
-			noOverlay/med["floor"], med["spokeforge render, cmponly build"]/med["kustomize build"])
+			noOverlay/med[nameFloor], med[nameCmpOnly]/med[nameKustomize])
 	}
 	fmt.Fprintf(bw, "\nPeak RSS of the measuring process (a lower bound on every RSS above, see runner doc): %.1f MiB\n", float64(res.SelfRSS)/1024)
 	for _, c := range cs {
