@@ -107,11 +107,16 @@ func Parse(file string, data []byte) (*Document, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, Error{File: file, Msg: "empty document"}
 		}
+		if YAMLErrLine(err) == 0 {
+			return nil, yamlReadErr(file, data, err)
+		}
 		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
+	case err != nil && YAMLErrLine(err) == 0:
+		return nil, yamlReadErr(file, data, err)
 	case err != nil:
 		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
 	default:

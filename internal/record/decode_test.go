@@ -17,6 +17,12 @@ func TestDecodeErrors(t *testing.T) {
 		{"alias", "a: &x v\nc: {k: *x}\n", "aliases are not allowed"},
 		{"not a mapping", "- 1\n", "f.yaml:1: a record must be a YAML mapping"},
 		{"syntax", "a: [\n", "f.yaml:1: invalid YAML"},
+		{"non-UTF-8 byte", "a: x\nb: [1]\nd: {e: \"y\xff\"}\n", "f.yaml:3: invalid YAML: column 10: byte 0xff is not UTF-8"},
+		{"NUL", "a: x\n\n  # c\x00\n", "f.yaml:3: invalid YAML: column 6: a NUL byte"},
+		{"cut rune", "a: \"\xc3\"\n", "f.yaml:1: invalid YAML: column 5: byte 0xc3 is not UTF-8"},
+		{"control character", "a: x\nb: [1, \x07]\n", "f.yaml:2: invalid YAML: column 8: control character U+0007"},
+		{"C1 in the second document", "a: x\n---\nb: \xc2\x90\n", "f.yaml:3: invalid YAML: column 4: control character U+0090"},
+		{"DEL", "a: x\x7f\n", "f.yaml:1: invalid YAML: column 5: control character U+007F"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -291,8 +291,22 @@ func load(fsys fs.FS, l *Loader) (*Repo, record.Errors) {
 	all = append(all, loadEach(fsys, l, "products/*/*.yaml", validate.Product, func(loc validate.Loc, p *v1alpha1.Product) *fileResult {
 		return &fileResult{product: validate.ProductEntry{Loc: loc, Org: path.Base(path.Dir(loc.File)), Product: p}}
 	}, func(res *fileResult) { r.Products = append(r.Products, res.product) })...)
-	all = append(all, validate.CrossFile(r.Clusters, r.Orgs, r.Products)...)
+	all = append(all, validate.CrossFile(r.Clusters, r.Orgs, r.Products, present(fsys, clusterDirs))...)
 	return r, sortErrors(all)
+}
+
+// present names the clusters and orgs that have a record file, whether or
+// not it decoded.
+func present(fsys fs.FS, clusterFiles []string) validate.Present {
+	p := validate.Present{Clusters: make(map[string]bool, len(clusterFiles)), Orgs: map[string]bool{}}
+	for _, f := range clusterFiles {
+		p.Clusters[path.Base(path.Dir(f))] = true
+	}
+	orgs, _ := fs.Glob(fsys, "orgs/*.yaml")
+	for _, f := range orgs {
+		p.Orgs[strings.TrimSuffix(path.Base(f), ".yaml")] = true
+	}
+	return p
 }
 
 func sortErrors(all record.Errors) record.Errors {

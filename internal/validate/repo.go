@@ -121,11 +121,16 @@ const (
 	zonesPath       = "spec.delivery.zones"
 )
 
+// Present names the clusters and orgs whose record files exist, decoded or
+// not: an allowlist, zone or product naming one whose file failed to decode
+// is not also reported as unknown (that file's own error says what is wrong).
+type Present struct{ Clusters, Orgs map[string]bool }
+
 // CrossFile checks the rules that span records: colliding cloud names,
 // allowlists and zones naming unknown clusters, products of unknown orgs,
 // duplicate zone names, duplicate cluster names and two records deriving
 // the same Argo CD Application name.
-func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry) record.Errors {
+func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry, present Present) record.Errors {
 	// Maps hold indexes, sized up front, and field paths are spelt out only
 	// for a finding: a fleet repo runs this on every commit.
 	var errs record.Errors
@@ -193,7 +198,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 	for _, o := range orgs {
 		orgNames[o.Org.Metadata.Name] = true
 		for i, cl := range o.Org.Spec.ClusterAllowlist {
-			if _, ok := known[cl]; !ok {
+			if _, ok := known[cl]; !ok && !present.Clusters[cl] {
 				errs = append(errs, o.unknownCluster(indexPath(nil, allowlistPath, i, ""), cl))
 			}
 		}
@@ -201,7 +206,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 	zones := make(map[string]*Loc, zoneCount)
 	for pi := range products {
 		p := &products[pi]
-		if !orgNames[p.Org] {
+		if !orgNames[p.Org] && !present.Orgs[p.Org] {
 			errs = append(errs, p.err(record.CodeUnknownOrg, namePath, "product of unknown org %q (no orgs/%s.yaml)", p.Org, p.Org))
 		}
 		for i, z := range p.Product.Spec.Delivery.Zones {
@@ -213,7 +218,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 				claimApp(&p.Loc, func() string { return zp(".name") }, names.ZoneApplication(z.Name))
 			}
 			if z.Cluster != "" {
-				if _, ok := known[z.Cluster]; !ok {
+				if _, ok := known[z.Cluster]; !ok && !present.Clusters[z.Cluster] {
 					errs = append(errs, p.unknownCluster(zp(".cluster"), z.Cluster))
 				}
 			}

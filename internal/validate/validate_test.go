@@ -972,7 +972,7 @@ func TestCrossFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
 			tc.mutate(t, f)
-			errs := validate.CrossFile(f.clusters, f.orgs, f.products)
+			errs := validate.CrossFile(f.clusters, f.orgs, f.products, validate.Present{})
 			used := make([]bool, len(errs))
 			for _, w := range tc.want {
 				found := false
@@ -1005,7 +1005,7 @@ func TestCrossFileSorted(t *testing.T) {
 	f.clusters = append(f.clusters, f.clusters[0])
 
 	var got []string
-	for _, e := range validate.CrossFile(f.clusters, f.orgs, f.products) {
+	for _, e := range validate.CrossFile(f.clusters, f.orgs, f.products, validate.Present{}) {
 		got = append(got, e.File+":"+e.Path)
 	}
 	want := []string{
