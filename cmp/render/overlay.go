@@ -122,7 +122,11 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 	}
 	// The root kustomization krusty reads is the checked struct itself,
 	// with the rendered base first in its resources.
-	root := *chk.kusts[ov.File]
+	rk, ok := chk.kusts[ov.File]
+	if !ok {
+		return nil, &OverlayError{File: path.Join(ov.Display, ov.File), Msg: "not read as a kustomization"}
+	}
+	root := *rk
 	root.Resources = append([]string{RenderedResource}, root.Resources...)
 	rootJSON, err := json.Marshal(root)
 	if err != nil {
