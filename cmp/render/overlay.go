@@ -2,6 +2,7 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,11 +12,11 @@ import (
 	"strings"
 
 	yamlv2 "go.yaml.in/yaml/v2"
-	yamlv3 "gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/api/konfig"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
+	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/spokeforge/spokeforge/internal/safefile"
 )
@@ -72,12 +73,16 @@ type Overlay struct {
 	InCluster bool
 }
 
-// Apply runs the overlay over the rendered base in memory (krusty), after
-// checking every kustomization in the directory: files come from Dir only
-// (regular, bounded, inside it), every path an overlay names must be a
-// file or directory there — so no remote resource, base or component of
-// any form is ever fetched and nothing outside the directory is read —,
-// and helm, plugins, KRM functions and secret generators are refused.
+// Apply runs the overlay over the rendered base in memory (krusty), behind
+// two guards that each hold alone. First, every kustomization in the
+// directory is checked as kustomize itself decodes it (kustomization):
+// files come from Dir only (regular, bounded, inside it), every path an
+// overlay names must be a file or directory there — so no remote
+// resource, base or component of any form is ever fetched and nothing
+// outside the directory is read —, and helm, plugins, KRM functions and
+// secret generators are refused; YAML aliases in every file are bounded
+// (aliases.go). Second, krusty runs where it cannot reach the network or
+// start git whatever a kustomization says (sandbox.go).
 // After the build, every rendered object must still be there under its
 // own identity: an overlay may patch and add, not delete, rename or move.
 func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
@@ -92,7 +97,13 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 	if _, clash := files[RenderedResource]; clash {
 		return nil, &OverlayError{File: path.Join(ov.Display, RenderedResource), Msg: "this name is reserved for the rendered spoke: rename the file"}
 	}
-	chk := overlayChecker{files: files, display: ov.Display, root: ov.File}
+	chk := overlayChecker{files: files, display: ov.Display, root: ov.File, aliasBudget: OverlayAliasBudget,
+		kusts: map[string]*types.Kustomization{}, nodes: map[string]*kyaml.Node{}}
+	// Every file first: kustomize parses YAML it is handed (resources,
+	// patches, crds, …) and expands its aliases without a bound.
+	if err := chk.aliases(); err != nil {
+		return nil, err
+	}
 	for _, name := range sortedFileNames(files) {
 		if isKustomization(name) {
 			if err := chk.kustomization(name); err != nil {
@@ -109,17 +120,25 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
-	root, err := withRenderedResource(files[ov.File])
-	if err != nil {
-		return nil, &OverlayError{File: path.Join(ov.Display, ov.File), Msg: "invalid YAML: " + err.Error()}
+	// The root kustomization krusty reads is the checked struct itself,
+	// with the rendered base first in its resources.
+	rk, ok := chk.kusts[ov.File]
+	if !ok {
+		return nil, &OverlayError{File: path.Join(ov.Display, ov.File), Msg: "not read as a kustomization"}
 	}
-	if err := mem.WriteFile("/app/"+ov.File, root); err != nil {
+	root := *rk
+	root.Resources = append([]string{RenderedResource}, root.Resources...)
+	rootJSON, err := json.Marshal(root)
+	if err != nil {
+		return nil, err
+	}
+	if err := mem.WriteFile("/app/"+ov.File, rootJSON); err != nil {
 		return nil, err
 	}
 	if err := mem.WriteFile("/app/"+RenderedResource, baseYAML); err != nil {
 		return nil, err
 	}
-	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(mem, "/app")
+	m, err := sandboxedBuild(mem, "/app")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path.Join(ov.Display, ov.File), redactPaths(err.Error()))
 	}
@@ -146,20 +165,6 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 // redactPaths drops the in-memory root from kustomize's messages.
 func redactPaths(s string) string { return strings.ReplaceAll(s, "/app/", "") }
 
-// withRenderedResource puts the rendered base first in the root kustomization's resources.
-func withRenderedResource(data []byte) ([]byte, error) {
-	var k map[string]any
-	if err := yamlv2.Unmarshal(data, &k); err != nil {
-		return nil, err
-	}
-	if k == nil {
-		k = map[string]any{}
-	}
-	res, _ := k["resources"].([]any)
-	k["resources"] = append([]any{RenderedResource}, res...)
-	return yamlv2.Marshal(k)
-}
-
 func isKustomization(name string) bool {
 	base := path.Base(name)
 	for _, n := range konfig.RecognizedKustomizationFileNames() {
@@ -183,6 +188,12 @@ type overlayChecker struct {
 	files   map[string][]byte
 	display string
 	root    string // the root kustomization's file name
+	// kusts: every kustomization of the directory as kustomize decodes it.
+	kusts map[string]*types.Kustomization
+	// nodes: the same files as YAML node trees, only to find line numbers.
+	nodes map[string]*kyaml.Node
+	// aliasBudget: what YAML aliases may still add to the overlay (aliases.go).
+	aliasBudget int64
 	// patchRefs: where each patch is declared, for messages naming it.
 	patchRefs []patchRef
 }
@@ -196,98 +207,178 @@ func (c *overlayChecker) fail(file string, line int, format string, args ...any)
 	return &OverlayError{File: path.Join(c.display, file), Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// Fields that run code, fetch, or put credentials in git.
-var refusedOverlayFields = map[string]string{
-	"helmCharts":                  "helm chart inflation is refused: render the chart into files in the directory",
-	"helmGlobals":                 "helm chart inflation is refused",
-	"helmChartInflationGenerator": "helm chart inflation is refused",
-	"generators":                  "generator plugins and KRM functions are refused: they run code in the repo-server",
-	"transformers":                "transformer plugins and KRM functions are refused: they run code in the repo-server",
-	"validators":                  "validator plugins and KRM functions are refused: they run code in the repo-server",
-	"secretGenerator":             "a secret generator puts a credential in git: list the secret in the record's spec.secrets (it comes from Secrets Manager)",
-}
+// skipKustomizationCheck turns the first guard (the check of decoded
+// kustomizations) off, so tests can show the second one (sandbox.go) holds
+// on its own. Never set outside tests.
+var skipKustomizationCheck bool
 
-// Fields of the root kustomization that would rename or move every rendered object.
-var refusedRootFields = map[string]string{
-	"namespace":  "would move the rendered contract objects to another namespace",
-	"namePrefix": "would rename the rendered contract objects",
-	"nameSuffix": "would rename the rendered contract objects",
-}
-
-// kustomization checks one kustomization file of the overlay directory.
+// kustomization decodes one kustomization file of the overlay directory
+// exactly as krusty does (types.Kustomization.Unmarshal: YAML to JSON with
+// merge keys resolved, field names matched as encoding/json matches them,
+// case-insensitively; then FixKustomization: bases into resources, the
+// legacy env and helm fields into their successors) and checks the result.
 func (c *overlayChecker) kustomization(name string) error {
-	dir := path.Dir(name)
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(c.files[name], &doc); err != nil {
+	data := c.files[name]
+	// kustomize's own YAML parser, for line numbers; a file it cannot parse
+	// is refused whatever sigs.k8s.io/yaml makes of it.
+	var node kyaml.Node
+	if err := kyaml.Unmarshal(data, &node); err != nil {
 		return c.fail(name, 0, "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
+	c.nodes[name] = &node
+	var raw types.Kustomization
+	if err := raw.Unmarshal(data); err != nil {
+		return c.fail(name, 0, "%s", err)
+	}
+	k := raw
+	k.FixKustomization()
+	c.kusts[name] = &k
+	if skipKustomizationCheck {
 		return nil
 	}
-	top := doc.Content[0]
-	if top.Kind != yamlv3.MappingNode {
-		return c.fail(name, top.Line, "a kustomization must be a mapping")
+	if f, why := refusedFields(&raw); f != "" {
+		return c.fail(name, c.keyLine(name, f), "%s: %s", f, why)
 	}
-	for i := 0; i+1 < len(top.Content); i += 2 {
-		k, v := top.Content[i], top.Content[i+1]
-		if why, bad := refusedOverlayFields[k.Value]; bad {
-			return c.fail(name, k.Line, "%s: %s", k.Value, why)
+	if name == c.root {
+		for _, f := range []struct{ field, value, why string }{
+			{"namespace", k.Namespace, "would move the rendered contract objects to another namespace"},
+			{"namePrefix", k.NamePrefix, "would rename the rendered contract objects"},
+			{"nameSuffix", k.NameSuffix, "would rename the rendered contract objects"},
+		} {
+			if f.value != "" {
+				return c.fail(name, c.keyLine(name, f.field), "%s: %s; patch the objects you add instead", f.field, f.why)
+			}
 		}
-		if why, bad := refusedRootFields[k.Value]; bad && name == c.root {
-			return c.fail(name, k.Line, "%s: %s; patch the objects you add instead", k.Value, why)
+	}
+	return c.paths(name, &k)
+}
+
+// refusedFields names the first field of k that runs code, fetches, or
+// puts a credential in git, and why it is refused.
+func refusedFields(k *types.Kustomization) (string, string) {
+	const helm = "helm chart inflation is refused: render the chart into files in the directory"
+	const code = " plugins and KRM functions are refused: they run code in the repo-server"
+	switch {
+	case len(k.HelmCharts) > 0:
+		return "helmCharts", helm
+	case k.HelmGlobals != nil:
+		return "helmGlobals", helm
+	case len(k.HelmChartInflationGenerator) > 0:
+		return "helmChartInflationGenerator", helm
+	case len(k.Generators) > 0:
+		return "generators", "generator" + code
+	case len(k.Transformers) > 0:
+		return "transformers", "transformer" + code
+	case len(k.Validators) > 0:
+		return "validators", "validator" + code
+	case len(k.SecretGenerator) > 0:
+		return "secretGenerator", "a secret generator puts a credential in git: list the secret in the record's spec.secrets (it comes from Secrets Manager)"
+	}
+	return "", ""
+}
+
+// paths checks every field of k that names a file, a directory or a URL
+// (TestKustomizationFieldsClassified keeps this list complete).
+func (c *overlayChecker) paths(name string, k *types.Kustomization) error {
+	dir := path.Dir(name)
+	type entry struct {
+		field, p string
+		dirOK    bool
+	}
+	var es []entry
+	for _, p := range k.Resources { // bases included
+		es = append(es, entry{"resources", p, true})
+	}
+	for _, p := range k.Components {
+		es = append(es, entry{"components", p, true})
+	}
+	for _, p := range k.Crds {
+		es = append(es, entry{"crds", p, false})
+	}
+	for _, p := range k.Configurations {
+		es = append(es, entry{"configurations", p, false})
+	}
+	if p, ok := k.OpenAPI["path"]; ok {
+		es = append(es, entry{"openapi.path", p, false})
+	}
+	for _, r := range k.Replacements {
+		if r.Path != "" {
+			es = append(es, entry{"replacements.path", r.Path, false})
 		}
-		var err error
-		switch k.Value {
-		case "resources", "bases", "components":
-			err = c.eachString(name, k.Value, v, func(line int, p string) error { return c.local(name, dir, k.Value, line, p, true) })
-		case "crds", "configurations":
-			err = c.eachString(name, k.Value, v, func(line int, p string) error { return c.local(name, dir, k.Value, line, p, false) })
-		case "patchesStrategicMerge":
-			err = c.eachString(name, k.Value, v, func(line int, p string) error {
-				// An inline patch spans lines (or is a flow mapping); anything
-				// else is a path, which must be local like every other.
-				if strings.Contains(p, "\n") || strings.HasPrefix(strings.TrimSpace(p), "{") {
-					c.patchRefs = append(c.patchRefs, patchRef{fmt.Sprintf("%s:%d", path.Join(c.display, name), line), p})
-					return nil
-				}
-				return c.patchFile(name, dir, k.Value, line, p)
-			})
-		case "patches", "patchesJson6902", "replacements":
-			err = c.patchList(name, dir, k.Value, v)
-		case "configMapGenerator":
-			err = c.generatorFiles(name, dir, v)
-		case "openapi":
-			err = c.mapPath(name, dir, k.Value, v)
+	}
+	for _, g := range k.ConfigMapGenerator {
+		for _, p := range g.FileSources {
+			if _, after, ok := strings.Cut(p, "="); ok {
+				p = after
+			}
+			es = append(es, entry{"configMapGenerator.files", p, false})
 		}
-		if err != nil {
+		for _, p := range g.EnvSources { // env included
+			es = append(es, entry{"configMapGenerator.envs", p, false})
+		}
+		if g.EnvSource != "" {
+			es = append(es, entry{"configMapGenerator.env", g.EnvSource, false})
+		}
+	}
+	for _, e := range es {
+		if err := c.local(name, dir, e.field, e.p, e.dirOK); err != nil {
 			return err
+		}
+	}
+	// Patches: a path (local, like every other) or inline text, which
+	// kustomize parses as YAML, so aliases in it count against the budget.
+	for _, p := range k.PatchesStrategicMerge {
+		s := string(p)
+		// An inline patch spans lines or is a flow mapping; kustomize reads
+		// anything else as a path.
+		if strings.Contains(s, "\n") || strings.HasPrefix(strings.TrimSpace(s), "{") {
+			if err := c.inline(name, "patchesStrategicMerge", s); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.patchFile(name, dir, "patchesStrategicMerge", s, ""); err != nil {
+			return err
+		}
+	}
+	for _, l := range []struct {
+		field string
+		ps    []types.Patch
+	}{{"patches", k.Patches}, {"patchesJson6902", k.PatchesJson6902}} {
+		for _, p := range l.ps {
+			if p.Patch != "" {
+				if err := c.inline(name, l.field, p.Patch); err != nil {
+					return err
+				}
+			}
+			if p.Path != "" {
+				if err := c.patchFile(name, dir, l.field+".path", p.Path, p.Patch); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
 }
 
-func (c *overlayChecker) eachString(file, field string, v *yamlv3.Node, fn func(int, string) error) error {
-	if v.Kind != yamlv3.SequenceNode {
-		return c.fail(file, v.Line, "%s: expected a list", field)
+// inline checks an inline patch and records it for messages.
+func (c *overlayChecker) inline(file, field, text string) error {
+	line := c.valueLine(file, text)
+	if err := c.spendAliases(text); err != nil {
+		return c.fail(file, line, "%s: inline patch: %v", field, err)
 	}
-	for _, e := range v.Content {
-		if e.Kind != yamlv3.ScalarNode {
-			return c.fail(file, e.Line, "%s: expected a path", field)
-		}
-		if err := fn(e.Line, e.Value); err != nil {
-			return err
-		}
-	}
+	c.patchRefs = append(c.patchRefs, patchRef{fmt.Sprintf("%s:%d", path.Join(c.display, file), line), text})
 	return nil
 }
 
 // local checks that p (relative to dir) is a file of the overlay directory,
 // or with dirOK a directory of it holding a kustomization.
-func (c *overlayChecker) local(file, dir, field string, line int, p string, dirOK bool) error {
-	if looksRemote(p) {
+func (c *overlayChecker) local(file, dir, field, p string, dirOK bool) error {
+	line := c.valueLine(file, p)
+	if looksRemote(p, dirOK) {
 		return c.fail(file, line, "%s: %q is remote: remote resources, bases and components are refused (nothing is fetched during a render); copy the files into the cluster directory", field, p)
 	}
-	if path.IsAbs(p) || strings.Contains(p, "\\") {
+	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") {
 		return c.fail(file, line, "%s: %q must be a path relative to the kustomization", field, p)
 	}
 	full := path.Join(dir, p)
@@ -313,87 +404,67 @@ func (c *overlayChecker) local(file, dir, field string, line int, p string, dirO
 	return c.fail(file, line, "%s: %q is not a file%s in the cluster directory", field, p, map[bool]string{true: " or kustomization directory", false: ""}[dirOK])
 }
 
-func (c *overlayChecker) patchFile(file, dir, field string, line int, p string) error {
-	if err := c.local(file, dir, field, line, p, false); err != nil {
+// patchFile checks a patch path and records the patch for messages.
+func (c *overlayChecker) patchFile(file, dir, field, p, inline string) error {
+	if err := c.local(file, dir, field, p, false); err != nil {
 		return err
 	}
-	c.patchRefs = append(c.patchRefs, patchRef{fmt.Sprintf("%s:%d", path.Join(c.display, file), line), string(c.files[path.Join(dir, p)])})
+	c.patchRefs = append(c.patchRefs, patchRef{fmt.Sprintf("%s:%d", path.Join(c.display, file), c.valueLine(file, p)), inline + string(c.files[path.Join(dir, p)])})
 	return nil
 }
 
-// patchList checks patches, patchesJson6902 and replacements entries: a
-// path (local) or an inline patch.
-func (c *overlayChecker) patchList(file, dir, field string, v *yamlv3.Node) error {
-	if v.Kind != yamlv3.SequenceNode {
-		return c.fail(file, v.Line, "%s: expected a list", field)
+// looksRemote: the forms kustomize loads over the network. Every field's
+// files are fetched over HTTP when they parse as http(s) URLs; resources
+// and components (base) are also cloned with git when kustomize's
+// NewRepoSpecFromURL takes them: a scheme, user@host:path, a github.com
+// host, ?ref=. A path that is none of these must exist locally anyway.
+func looksRemote(p string, base bool) bool {
+	l := strings.ToLower(strings.TrimSpace(p))
+	if strings.Contains(l, "://") || strings.HasPrefix(l, "http:") || strings.HasPrefix(l, "https:") {
+		return true
 	}
-	for _, e := range v.Content {
-		if e.Kind != yamlv3.MappingNode {
-			return c.fail(file, e.Line, "%s: expected a mapping", field)
-		}
-		text, _ := yamlv3.Marshal(e)
-		ref := patchRef{fmt.Sprintf("%s:%d", path.Join(c.display, file), e.Line), string(text)}
-		for i := 0; i+1 < len(e.Content); i += 2 {
-			if e.Content[i].Value == "path" {
-				if err := c.patchFile(file, dir, field, e.Content[i+1].Line, e.Content[i+1].Value); err != nil {
-					return err
-				}
-				ref.text += string(c.files[path.Join(dir, e.Content[i+1].Value)])
-			}
-		}
-		c.patchRefs = append(c.patchRefs, ref)
+	if !base {
+		return false
 	}
-	return nil
-}
-
-// generatorFiles checks configMapGenerator files and envs ([key=]path).
-func (c *overlayChecker) generatorFiles(file, dir string, v *yamlv3.Node) error {
-	if v.Kind != yamlv3.SequenceNode {
-		return c.fail(file, v.Line, "configMapGenerator: expected a list")
-	}
-	for _, g := range v.Content {
-		for i := 0; i+1 < len(g.Content); i += 2 {
-			k, val := g.Content[i], g.Content[i+1]
-			switch k.Value {
-			case "files", "envs":
-				err := c.eachString(file, "configMapGenerator."+k.Value, val, func(line int, p string) error {
-					if _, after, ok := strings.Cut(p, "="); ok && k.Value == "files" {
-						p = after
-					}
-					return c.local(file, dir, "configMapGenerator."+k.Value, line, p, false)
-				})
-				if err != nil {
-					return err
-				}
-			case "env":
-				if err := c.local(file, dir, "configMapGenerator.env", val.Line, val.Value, false); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-func (c *overlayChecker) mapPath(file, dir, field string, v *yamlv3.Node) error {
-	for i := 0; i+1 < len(v.Content); i += 2 {
-		if v.Content[i].Value == "path" {
-			return c.local(file, dir, field+".path", v.Content[i+1].Line, v.Content[i+1].Value, false)
-		}
-	}
-	return nil
-}
-
-// looksRemote: the forms kustomize loads over the network (URLs, git
-// shorthands, go-getter style); anything else must exist locally anyway.
-func looksRemote(p string) bool {
-	l := strings.ToLower(p)
-	for _, pre := range []string{"github.com/", "gitlab.com/", "bitbucket.org/", "git@", "git::", "gh:", "ssh:", "file:"} {
+	for _, pre := range []string{"github.com", "gitlab.com/", "bitbucket.org/", "git::", "gh:", "ssh:", "file:"} {
 		if strings.HasPrefix(l, pre) {
 			return true
 		}
 	}
-	return strings.Contains(l, "://") || strings.Contains(l, "?ref=") || strings.Contains(l, "?version=") || strings.Contains(l, ".git//")
+	return strings.ContainsAny(l, "@?") || strings.Contains(l, "//")
+}
+
+// keyLine is the line of the first mapping key of file that encoding/json
+// would match to field (case-insensitively), 0 when none is found (a merge
+// key or an alias supplied it: the message still names the field).
+func (c *overlayChecker) keyLine(file, field string) int {
+	return findLine(c.nodes[file], func(n *kyaml.Node, key bool) bool { return key && strings.EqualFold(n.Value, field) })
+}
+
+// valueLine is the line of the first scalar of file whose value is v.
+func (c *overlayChecker) valueLine(file, v string) int {
+	return findLine(c.nodes[file], func(n *kyaml.Node, key bool) bool { return !key && n.Value == v })
+}
+
+// findLine walks the node tree as parsed (aliases are not followed, so the
+// walk is linear in the file) for the first scalar that match accepts.
+func findLine(n *kyaml.Node, match func(n *kyaml.Node, key bool) bool) int {
+	var walk func(n *kyaml.Node, key bool) int
+	walk = func(n *kyaml.Node, key bool) int {
+		if n == nil {
+			return 0
+		}
+		if n.Kind == kyaml.ScalarNode && match(n, key) {
+			return n.Line
+		}
+		for i, ch := range n.Content {
+			if l := walk(ch, n.Kind == kyaml.MappingNode && i%2 == 0); l > 0 {
+				return l
+			}
+		}
+		return 0
+	}
+	return walk(n, false)
 }
 
 type objID struct{ group, kind, namespace, name string }
