@@ -95,6 +95,9 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) (*names.Name
 	}
 	if s.Project != "" {
 		c.slug("spec.project", s.Project, 63)
+		if strings.HasPrefix(s.Project, names.OrgProject("")) {
+			c.fail("spec.project", "%q names an org's AppProject: those deliver zones and workloads (spec.org), not the spoke Application", s.Project)
+		}
 	}
 	if s.Org != "" {
 		c.slug("spec.org", s.Org, 50)

@@ -202,6 +202,8 @@ func TestCluster(t *testing.T) {
 		{name: "org required with workloads", mutate: func(c *v1alpha1.Cluster) { c.Spec.Org = "" },
 			want: []finding{{"spec.org", "required with spec.workloads"}}},
 		{name: "org not needed without workloads", mutate: func(c *v1alpha1.Cluster) { c.Spec.Org = ""; c.Spec.Workloads = nil }},
+		{name: "project naming an org's AppProject", mutate: func(c *v1alpha1.Cluster) { c.Spec.Project = "org-globex" },
+			want: []finding{{"spec.project", "names an org's AppProject"}}},
 		{name: "org not a slug", mutate: func(c *v1alpha1.Cluster) { c.Spec.Org = "Acme" },
 			want: []finding{{"spec.org", "lowercase letters"}}},
 		{name: "inCluster workload in kube-system", mutate: func(c *v1alpha1.Cluster) {
