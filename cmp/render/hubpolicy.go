@@ -37,6 +37,15 @@ var systemComponents = map[string]bool{
 	"Deployment/spokeforge-agent":           true,
 }
 
+// fixedSpecKinds keep their rendered spec on the management cluster: a
+// patched store or generator could read Argo CD's Secrets (a kubernetes
+// provider, another namespace's secretRef) and hand them to a record's
+// ExternalSecrets; a patched Certificate could take another issuer.
+var fixedSpecKinds = map[string]bool{
+	"ClusterSecretStore": true, "SecretStore": true, "ClusterGenerator": true, "ExternalSecret": true,
+	"Certificate": true, "CustomResourceDefinition": true,
+}
+
 // podSpecPaths are where the pod-bearing kinds keep their pod spec: Pod
 // (spec); Deployment, DaemonSet, StatefulSet, ReplicaSet, Job and
 // ReplicationController (spec.template.spec); CronJob
@@ -91,6 +100,9 @@ func CheckSpokeOnHub(file, cause string, base []Object, out []map[string]any, ar
 		var baseObj map[string]any
 		if b, ok := baseByID[id]; ok {
 			baseObj = b
+		}
+		if baseObj != nil && fixedSpecKinds[id.kind] && !sameValue(baseObj["spec"], obj["spec"]) {
+			return fail("changes the spec of %s, which spokeforge renders to carry credentials and identity (stores, generators, ExternalSecrets, Certificates and CRDs keep their rendered spec),", desc)
 		}
 		for _, p := range podSpecPaths {
 			spec, ok := digMap(obj, p...)
