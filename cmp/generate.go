@@ -14,6 +14,7 @@ import (
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
 	"github.com/spokeforge/spokeforge/internal/secretfile"
+	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
 // Version is the spokeforge version the rendered agent image defaults to;
@@ -185,12 +186,14 @@ func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) 
 	var err error
 	var objs []render.Object
 	var overlay render.Overlay
+	var entry validate.ClusterEntry
 	switch mode {
 	case ModeSpoke, ModeHub:
 		e, errs := repo.LoadCluster(dir, displayDir)
 		if len(errs) > 0 {
 			return nil, errs
 		}
+		entry = e
 		if mode == ModeSpoke {
 			objs, err = render.Spoke(e, opts)
 			overlay = render.Overlay{Dir: dir, Display: displayDir, InCluster: e.Cluster.Spec.Connection.InCluster}
@@ -199,6 +202,9 @@ func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) 
 				opts.SourcePath = e.Names.ArgoCD.ComponentsPath
 			}
 			objs, err = render.Hub(e, opts)
+			if err == nil {
+				err = render.CheckHubOutput(e.File, e.Cluster.Spec.Org, objs, opts.ArgoNamespace)
+			}
 		}
 	case ModeProjects:
 		r, errs := repo.Load(dir)
@@ -237,6 +243,21 @@ func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) 
 				return nil, fmt.Errorf("%s/%s produced no objects: refusing to print an empty stream", displayDir, overlay.File)
 			}
 			out = append(out, '\n')
+		}
+		if overlay.InCluster {
+			// Everything an inCluster record deploys lands on the management
+			// cluster: the hub policy holds for the result, overlay or not.
+			file, cause := entry.File, "the record"
+			if overlay.File != "" {
+				file, cause = path.Join(displayDir, overlay.File), "the overlay"
+			}
+			applied, err := render.DecodeStream(out)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", file, err)
+			}
+			if err := render.CheckSpokeOnHub(file, cause, objs, applied, opts.ArgoNamespace); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil

@@ -137,6 +137,12 @@ func TestConformanceClusters(t *testing.T) {
 			if o.Obj["kind"] == "Application" && md["finalizers"] != nil {
 				t.Errorf("hub render of %s: Application %v carries finalizers %v: deleting it would delete spoke objects", cluster, md["name"], md["finalizers"])
 			}
+			if o.Boundary == "hub-workloads" {
+				// Workload Applications go through the org's AppProject the generator announces.
+				if p := o.Obj["spec"].(map[string]any)["project"]; p != params["workloadProject"] || p == "" {
+					t.Errorf("%s: workload Application %v in project %v, generator says workloadProject %v", cluster, md["name"], p, params["workloadProject"])
+				}
+			}
 			if o.Obj["kind"] != "Application" || md["name"] != params["spokeApplication"] {
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -99,3 +100,16 @@ func (s *staticSource) Current(context.Context) (*Snapshot, error)    { return s
 var errNoSnapshot = errors.New("the repo was never loaded yet")
 
 func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }
+
+// withoutWorkloads is a cluster record of the examples with its workloads
+// and their org dropped: a record naming an org for its workloads must be on
+// that org's allowlist, which tests that move clusters on and off
+// allowlists do not keep.
+func withoutWorkloads(t testing.TB, rec string) string {
+	t.Helper()
+	i, j := strings.Index(rec, "  workloads:\n"), strings.Index(rec, "  stabilization:")
+	if i < 0 || j < i || !strings.Contains(rec, "  org: acme\n") {
+		t.Fatal("the example record no longer has org: acme and workloads before stabilization")
+	}
+	return strings.Replace(rec[:i]+rec[j:], "  org: acme\n", "", 1)
+}

@@ -26,6 +26,10 @@ func ClusterParams(e validate.ClusterEntry, src AppSource) map[string]any {
 	if s.Connection.InCluster {
 		dest = Destination{Server: names.InClusterServer}
 	}
+	workloadProject := ""
+	if s.Org != "" {
+		workloadProject = names.OrgProject(s.Org)
+	}
 	labels := map[string]any{}
 	for k, v := range c.Metadata.Labels {
 		labels[k] = v
@@ -34,6 +38,8 @@ func ClusterParams(e validate.ClusterEntry, src AppSource) map[string]any {
 		"name":             c.Metadata.Name,
 		"shortName":        s.ShortName,
 		"project":          project,
+		"org":              s.Org,
+		"workloadProject":  workloadProject,
 		"appOfApps":        n.ArgoCD.AppOfApps,
 		"spokeApplication": n.ArgoCD.SpokeApp,
 		"clusterSecret":    n.ArgoCD.ClusterSecret,

@@ -279,7 +279,7 @@ func TestTwoReplicas(t *testing.T) {
 		if c%3 == 0 {
 			name := fmt.Sprintf("extra-%d", c)
 			rec := strings.ReplaceAll(string(exampleFS(t, nil)["clusters/gpu-east-1/cluster.yaml"].Data), "gpu-east-1", name)
-			rec = strings.ReplaceAll(rec, "eue1", fmt.Sprintf("ex%02d", c))
+			rec = withoutWorkloads(t, strings.ReplaceAll(rec, "eue1", fmt.Sprintf("ex%02d", c)))
 			edits["clusters/"+name+"/cluster.yaml"] = rec
 		}
 		g.commit(t, fmt.Sprint("commit ", c), edits)

@@ -285,6 +285,7 @@ func Hub(e validate.ClusterEntry, o Options) ([]Object, error) {
 		"CredentialsKey":        e.Names.SecretPath + "/" + credKey,
 		"ClusterConfigTemplate": configTpl,
 		"Project":               project,
+		"WorkloadProject":       names.OrgProject(c.Spec.Org),
 		"RepoURL":               o.RepoURL,
 		"TargetRevision":        o.TargetRevision,
 		"SourcePath":            o.SourcePath,

@@ -41,6 +41,8 @@ const (
 	CodeUnknownOrg         Code = "UnknownOrg"
 	CodeDuplicateZone      Code = "DuplicateZone"
 	CodeApplicationClash   Code = "ApplicationNameCollision"
+	CodeWorkloadOrg        Code = "WorkloadOrg"
+	CodeSecondInCluster    Code = "SecondInCluster"
 )
 
 func (e Error) Error() string {

@@ -119,6 +119,8 @@ const (
 	workloadsPath   = "spec.workloads"
 	allowlistPath   = "spec.clusterAllowlist"
 	zonesPath       = "spec.delivery.zones"
+	orgPath         = "spec.org"
+	inClusterPath   = "spec.connection.inCluster"
 )
 
 // Present names the clusters and orgs whose record files exist, decoded or
@@ -195,11 +197,40 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 		}
 	}
 	orgNames := make(map[string]bool, len(orgs))
+	allowed := make(map[[2]string]bool, len(clusters))
 	for _, o := range orgs {
 		orgNames[o.Org.Metadata.Name] = true
 		for i, cl := range o.Org.Spec.ClusterAllowlist {
+			allowed[[2]string{o.Org.Metadata.Name, cl}] = true
 			if _, ok := known[cl]; !ok && !present.Clusters[cl] {
 				errs = append(errs, o.unknownCluster(indexPath(nil, allowlistPath, i, ""), cl))
+			}
+		}
+	}
+	// Workload Applications go through the AppProject of the org the record
+	// names (hub.yaml.tmpl): that org must exist and allowlist the cluster.
+	// One record only may be the management cluster: two would share its
+	// spokeforge-system, ClusterRole and ClusterSecretStore.
+	inCluster := -1
+	for i := range clusters {
+		e := &clusters[i]
+		if e.Names == nil || known[e.Cluster.Metadata.Name] != i {
+			continue
+		}
+		n, s := e.Cluster.Metadata.Name, e.Cluster.Spec
+		if s.Org != "" {
+			switch {
+			case !orgNames[s.Org]:
+				errs = append(errs, e.err(record.CodeWorkloadOrg, orgPath, "unknown org %q (no orgs/%s.yaml): workload Applications go through the AppProject of an org that allowlists the cluster", s.Org, s.Org))
+			case !allowed[[2]string{s.Org, n}]:
+				errs = append(errs, e.err(record.CodeWorkloadOrg, orgPath, "org %q does not list %q in its spec.clusterAllowlist (orgs/%s.yaml): its AppProject %s would not admit the workload Applications", s.Org, n, s.Org, names.OrgProject(s.Org)))
+			}
+		}
+		if s.Connection.InCluster {
+			if inCluster >= 0 {
+				errs = append(errs, e.err(record.CodeSecondInCluster, inClusterPath, "cluster %s (%s) is already the management cluster: one record only may be inCluster", clusters[inCluster].Cluster.Metadata.Name, clusters[inCluster].File))
+			} else {
+				inCluster = i
 			}
 		}
 	}
@@ -251,7 +282,7 @@ func (c *checker) nameIsFileName(name string, max int) {
 func (e *ClusterEntry) TrimLines(intern func(string) string) {
 	paths := []string{namePath}
 	if e.Names != nil {
-		paths = append(paths, shortNamePath, secretPathField)
+		paths = append(paths, shortNamePath, secretPathField, orgPath, inClusterPath)
 		for j := range e.Cluster.Spec.Workloads {
 			paths = append(paths, indexPath(intern, workloadsPath, j, ".name"))
 		}

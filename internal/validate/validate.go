@@ -77,6 +77,8 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) (*names.Name
 		c.fail("metadata.name", "%q is %d characters; a cluster name has at most %d", name, len(name), MaxClusterName)
 	case !clusterNameRE.MatchString(name):
 		c.fail("metadata.name", "%q must be lowercase letters, digits and hyphens (no uppercase, no leading or trailing hyphen)", name)
+	case ReservedClusterName(name) != "":
+		c.fail("metadata.name", "%q is reserved: %s", name, ReservedClusterName(name))
 	}
 	c.labels(cl.Metadata.Labels)
 	s := cl.Spec
@@ -93,8 +95,19 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) (*names.Name
 	}
 	if s.Project != "" {
 		c.slug("spec.project", s.Project, 63)
+		if strings.HasPrefix(s.Project, names.OrgProject("")) {
+			c.fail("spec.project", "%q names an org's AppProject: those deliver zones and workloads (spec.org), not the spoke Application", s.Project)
+		}
+	}
+	if s.Org != "" {
+		c.slug("spec.org", s.Org, 50)
+	} else if len(s.Workloads) > 0 {
+		c.fail("spec.org", "required with spec.workloads: the org whose AppProject (org-<org>) delivers them, and whose spec.clusterAllowlist includes %q", name)
 	}
 	c.connection(s.Connection)
+	if s.Connection.InCluster {
+		c.hubNamespaces(s)
+	}
 	c.identity(s)
 	c.network(s.Network)
 	c.gpu(s.GPU)
@@ -280,6 +293,8 @@ func (c *checker) serverURL(p, v string) {
 		c.fail(p, "%q must be an https URL with a host", v)
 	case u.RawQuery != "" || u.Fragment != "" || strings.ContainsAny(v, "?# "):
 		c.fail(p, "%q must not have a query, fragment or spaces", v)
+	case HubServerProblem(v) != "":
+		c.fail(p, "%q %s; a record with a server is a spoke, never the management cluster", v, HubServerProblem(v))
 	}
 }
 

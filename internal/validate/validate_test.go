@@ -46,6 +46,7 @@ func validCluster() *v1alpha1.Cluster {
 			Zone:        "dc-ash1",
 			Provider:    "equinix",
 			Project:     "gpu-fleet",
+			Org:         "acme",
 			Connection: v1alpha1.Connection{
 				Server:      "https://10.20.0.10:6443",
 				Credentials: &v1alpha1.Credentials{Type: "bearerToken", SecretName: "argocd-cluster"},
@@ -194,6 +195,39 @@ func TestCluster(t *testing.T) {
 		{name: "name underscore", mutate: func(c *v1alpha1.Cluster) { c.Metadata.Name = "gpu_east_1" },
 			want: []finding{{"metadata.name", "lowercase letters, digits and hyphens"}}},
 
+		{name: "name in-cluster is reserved", mutate: func(c *v1alpha1.Cluster) { c.Metadata.Name = "in-cluster"; c.Spec.Workloads = nil },
+			want: []finding{{"metadata.name", `"in-cluster" is reserved: Argo CD's name for the management cluster`}}},
+
+		// spec.org and the hub's namespaces
+		{name: "org required with workloads", mutate: func(c *v1alpha1.Cluster) { c.Spec.Org = "" },
+			want: []finding{{"spec.org", "required with spec.workloads"}}},
+		{name: "org not needed without workloads", mutate: func(c *v1alpha1.Cluster) { c.Spec.Org = ""; c.Spec.Workloads = nil }},
+		{name: "project naming an org's AppProject", mutate: func(c *v1alpha1.Cluster) { c.Spec.Project = "org-globex" },
+			want: []finding{{"spec.project", "names an org's AppProject"}}},
+		{name: "org not a slug", mutate: func(c *v1alpha1.Cluster) { c.Spec.Org = "Acme" },
+			want: []finding{{"spec.org", "lowercase letters"}}},
+		{name: "inCluster workload in kube-system", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.Workloads[1].Namespace = "kube-system"
+		}, want: []finding{{"spec.workloads[1].namespace", `"kube-system" is a Kubernetes system namespace of the management cluster`}}},
+		{name: "inCluster workload in argocd", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.Workloads[0].Namespace = "argocd"
+		}, want: []finding{{"spec.workloads[0].namespace", "Argo CD's namespace"}}},
+		{name: "inCluster secret in argocd", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.Secrets[0].Namespace = "argocd"
+		}, want: []finding{{"spec.secrets[0].namespace", "Argo CD's namespace"}}},
+		{name: "inCluster registry in kube-public", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.Registries[0].Namespaces[1] = "kube-public"
+		}, want: []finding{{"spec.registries[0].namespaces[1]", "Kubernetes system namespace"}}},
+		{name: "inCluster certificate in spokeforge-system", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.Certificates[0].Namespace = "spokeforge-system"
+		}, want: []finding{{"spec.certificates[0].namespace", "spokeforge's own namespace"}}},
+		{name: "a spoke's workload in kube-system is its own business", mutate: func(c *v1alpha1.Cluster) { c.Spec.Workloads[0].Namespace = "kube-system" }},
+
 		// labels
 		{name: "label key invalid", mutate: func(c *v1alpha1.Cluster) { c.Metadata.Labels["bad key!"] = "x" },
 			want: []finding{{"metadata.labels", `key "bad key!" is not a Kubernetes label key`}}},
@@ -286,6 +320,46 @@ func TestCluster(t *testing.T) {
 			want: []finding{{"spec.connection.server", "must not have a query"}}},
 		{name: "server with fragment", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://10.20.0.10:6443/#x" },
 			want: []finding{{"spec.connection.server", "must not have a query"}}},
+		// servers that reach the management cluster under another spelling
+		{name: "server is the in-cluster address with a trailing slash", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://kubernetes.default.svc/" },
+			want: []finding{{"spec.connection.server", "Argo CD's in-cluster address"}}},
+		{name: "server is the in-cluster address", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://kubernetes.default.svc" },
+			want: []finding{{"spec.connection.server", "Argo CD's in-cluster address"}}},
+		{name: "server kubernetes.default.svc with port", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://kubernetes.default.svc:443" },
+			want: []finding{{"spec.connection.server", "Kubernetes API service of the cluster Argo CD runs in"}}},
+		{name: "server kubernetes.default", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://kubernetes.default" },
+			want: []finding{{"spec.connection.server", "Kubernetes API service"}}},
+		{name: "server kubernetes", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://kubernetes:443" },
+			want: []finding{{"spec.connection.server", "Kubernetes API service"}}},
+		{name: "server cluster.local with trailing dot and capitals", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection.Server = "https://Kubernetes.Default.SVC.cluster.local./"
+		}, want: []finding{{"spec.connection.server", "Kubernetes API service"}}},
+		{name: "server custom cluster domain", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://kubernetes.default.svc.hub.example" },
+			want: []finding{{"spec.connection.server", "Kubernetes API service"}}},
+		{name: "server localhost", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://localhost:6443" },
+			want: []finding{{"spec.connection.server", "loopback name"}}},
+		{name: "server sub.localhost", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://api.localhost" },
+			want: []finding{{"spec.connection.server", "loopback name"}}},
+		{name: "server 127.0.0.1", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://127.0.0.1:6443" },
+			want: []finding{{"spec.connection.server", "loopback address"}}},
+		{name: "server 127.8.9.10", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://127.8.9.10" },
+			want: []finding{{"spec.connection.server", "loopback address"}}},
+		{name: "server ::1", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://[::1]:6443" },
+			want: []finding{{"spec.connection.server", "loopback address"}}},
+		{name: "server IPv4-mapped loopback", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://[::ffff:127.0.0.1]:6443" },
+			want: []finding{{"spec.connection.server", "loopback address"}}},
+		{name: "server 0.0.0.0", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://0.0.0.0:6443" },
+			want: []finding{{"spec.connection.server", "unspecified address"}}},
+		{name: "server short numeric form", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://127.1:6443" },
+			want: []finding{{"spec.connection.server", "not a canonical IP address"}}},
+		{name: "server decimal form", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://2130706433" },
+			want: []finding{{"spec.connection.server", "not a canonical IP address"}}},
+		{name: "server hex form", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://0x7f.0.0.1" },
+			want: []finding{{"spec.connection.server", "not a canonical IP address"}}},
+		{name: "server octal form", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://0177.0.0.1" },
+			want: []finding{{"spec.connection.server", "not a canonical IP address"}}},
+		{name: "server whose name merely starts with kubernetes is fine", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://kubernetes.example.com:6443" }},
+		{name: "server hex-looking DNS name is fine", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://cafe.be:6443" }},
 		{name: "server without credentials", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Credentials = nil },
 			want: []finding{{"spec.connection.credentials", "required with server"}}},
 		{name: "credentials.type wrong", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Credentials.Type = token },
@@ -848,6 +922,9 @@ func clusterEntry(t *testing.T, name, short string, edit func(*v1alpha1.Cluster)
 	c.Metadata.Name = name
 	c.Spec.ShortName = short
 	c.Spec.Identity.RoleArn = ""
+	if name == "gpu-west-2" {
+		c.Spec.Org = "globex"
+	}
 	if edit != nil {
 		edit(c)
 	}
@@ -963,10 +1040,28 @@ func TestCrossFile(t *testing.T) {
 		}, want: []crossFinding{
 			{"products/acme/checkout.yaml", "spec.delivery.zones[2].name", record.CodeDuplicateZone, "is also defined in products/acme/checkout.yaml"},
 		}},
+		{name: "workload org unknown", mutate: func(t *testing.T, f *fixture) {
+			f.clusters[0] = clusterEntry(t, "gpu-east-1", "eue1", func(c *v1alpha1.Cluster) { c.Spec.Org = "initech" })
+		}, want: []crossFinding{
+			{"clusters/gpu-east-1/cluster.yaml", "spec.org", record.CodeWorkloadOrg, `unknown org "initech" (no orgs/initech.yaml)`},
+		}},
+		{name: "workload org that does not allowlist the cluster", mutate: func(t *testing.T, f *fixture) {
+			f.clusters[0] = clusterEntry(t, "gpu-east-1", "eue1", func(c *v1alpha1.Cluster) { c.Spec.Org = "globex" })
+		}, want: []crossFinding{
+			{"clusters/gpu-east-1/cluster.yaml", "spec.org", record.CodeWorkloadOrg, `org "globex" does not list "gpu-east-1" in its spec.clusterAllowlist`},
+		}},
+		{name: "two inCluster records", mutate: func(t *testing.T, f *fixture) {
+			hub := func(c *v1alpha1.Cluster) { c.Spec.Connection = v1alpha1.Connection{InCluster: true} }
+			f.clusters[0] = clusterEntry(t, "gpu-east-1", "eue1", hub)
+			f.clusters[1] = clusterEntry(t, "gpu-west-2", "euw2", hub)
+		}, want: []crossFinding{
+			{"clusters/gpu-west-2/cluster.yaml", "spec.connection.inCluster", record.CodeSecondInCluster, "cluster gpu-east-1 (clusters/gpu-east-1/cluster.yaml) is already the management cluster"},
+		}},
 		{name: "product of an unknown org", mutate: func(t *testing.T, f *fixture) {
 			f.orgs = f.orgs[:1]
 		}, want: []crossFinding{
 			{"products/globex/trainer.yaml", "metadata.name", record.CodeUnknownOrg, `product of unknown org "globex" (no orgs/globex.yaml)`},
+			{"clusters/gpu-west-2/cluster.yaml", "spec.org", record.CodeWorkloadOrg, `unknown org "globex"`},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1010,6 +1105,7 @@ func TestCrossFileSorted(t *testing.T) {
 	}
 	want := []string{
 		"clusters/gpu-east-1/cluster.yaml:metadata.name",
+		"clusters/gpu-west-2/cluster.yaml:spec.org", // globex no longer allowlists it
 		"orgs/globex.yaml:spec.clusterAllowlist[0]",
 		"products/acme/checkout.yaml:metadata.name",
 		"products/acme/checkout.yaml:spec.delivery.zones[1].cluster",

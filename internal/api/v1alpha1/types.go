@@ -45,8 +45,13 @@ type ClusterSpec struct {
 	Zone string `json:"zone" jsonschema:"required"`
 	// Provider is the infrastructure provider hosting the spoke.
 	Provider string `json:"provider" jsonschema:"required"`
-	// Project is the hub AppProject of the spoke and workload Applications. Default "default".
+	// Project is the hub AppProject of the spoke Application. Default "default".
+	// Workload Applications never use it: they go through their org's AppProject (Org).
 	Project string `json:"project,omitempty"`
+	// Org is the organization whose AppProject (org-<org>) delivers the
+	// record's workload Applications; its spec.clusterAllowlist must include
+	// this cluster. Required when spec.workloads is not empty.
+	Org string `json:"org,omitempty"`
 	// Connection says how the hub's Argo CD reaches the spoke.
 	Connection Connection `json:"connection" jsonschema:"required"`
 	// Identity references what infrastructure code created for IAM Roles Anywhere.
