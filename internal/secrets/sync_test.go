@@ -62,6 +62,8 @@ func newWorld(t testing.TB, record string) *world {
 		record = string(b)
 	}
 	w.write("clusters/gpu-east-1/cluster.yaml", []byte(record))
+	// The record's spec.org: its workloads go through that org's AppProject.
+	w.write("orgs/acme.yaml", []byte("apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: acme}\nspec: {clusterAllowlist: [gpu-east-1]}\n"))
 	w.aws = awsfake.New("111122223333", "us-east-1")
 	w.aws.StaticKey("AKIASYNC", "arn:aws:iam::111122223333:role/gitops-sync")
 	if w.url, err = w.aws.Start("127.0.0.1:0"); err != nil {
