@@ -459,13 +459,14 @@ func (g *GitSource) readDir() (string, fs.FS, record.Errors, error) {
 
 // fetchRemote lists the remote's refs; when the revision moved it fetches
 // just that commit (depth 1) into a fresh in-memory repository, so memory
-// holds one tree, never the history.
+// holds one tree, never the history, and of that tree only the objects a
+// walk may read (packStorage).
 func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, record.Errors, error) {
 	auth, err := g.auth()
 	if err != nil {
 		return "", nil, nil, err
 	}
-	storage := memory.NewStorage()
+	storage := newPackStorage()
 	r, err := git.Init(storage, nil)
 	if err != nil {
 		return "", nil, nil, err

@@ -69,12 +69,27 @@ func (w *treeWalk) fail(file, format string, args ...any) {
 	w.refused = append(w.refused, record.Error{File: file, Msg: fmt.Sprintf(format, args...)})
 }
 
+// missing makes an object the walk cannot find a finding naming file: a
+// fetched pack's object over the bounds (a delta whose result was not
+// kept) rejects the commit, as an oversized record does. Other storage
+// errors are returned as they are.
+func (w *treeWalk) missing(file string, err error) error {
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		w.fail(file, "is not in the fetched commit within the generator's bounds")
+		return nil
+	}
+	return fmt.Errorf("%s: %w", file, err)
+}
+
 // tree reads the tree object h of directory dir once its size is within
 // the bounds.
 func (w *treeWalk) tree(dir string, h plumbing.Hash) (*object.Tree, error) {
 	n, err := w.sizes(h)
 	if err != nil {
-		return nil, fmt.Errorf("%s/: %w", dir, err)
+		if err := w.missing(dir+"/", err); err != nil {
+			return nil, err
+		}
+		return nil, errWalkBound
 	}
 	if n > maxTreeBytes {
 		w.fail(dir+"/", "its git tree is %d bytes; at most %d are read", n, maxTreeBytes)
@@ -232,7 +247,7 @@ func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error 
 	}
 	size, err := w.sizes(target.Hash)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return w.missing(name, err)
 	}
 	if size > repo.MaxRecordBytes {
 		w.fail(name, "is %d bytes; at most %d are read", size, repo.MaxRecordBytes)
@@ -254,7 +269,7 @@ func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error 
 func (w *treeWalk) follow(dir string, t *object.Tree, name string, e object.TreeEntry) (object.TreeEntry, bool, error) {
 	n, err := w.sizes(e.Hash)
 	if err != nil {
-		return e, false, fmt.Errorf("%s: %w", name, err)
+		return e, false, w.missing(name, err)
 	}
 	if n > maxLinkBytes {
 		w.fail(name, "is a symlink of %d bytes; at most %d are read", n, maxLinkBytes)
@@ -360,9 +375,11 @@ func resolveLocal(r *git.Repository, rev string) (plumbing.Hash, error) {
 	return h, fmt.Errorf("revision %q: too many nested tags", rev)
 }
 
-// objectSizer tells an object's size from its header. go-git's own
-// EncodedObjectSize inflates a packed delta's whole delta data to read the
-// two sizes at its start; packedSize reads only those bytes.
+// objectSizer tells an object's size from its header: a loose object's
+// zlib header, a packed object's pack header, a fetched object's record
+// (packStorage). For a delta in a local repository's pack go-git inflates
+// the delta's data (what it adds to its base, never the object it makes)
+// to read the size at its start.
 func objectSizer(s storer.EncodedObjectStorer) sizer {
 	return s.EncodedObjectSize
 }

@@ -153,8 +153,22 @@ const hugeBlob = 64 << 20
 // under docs/) loads with a small fraction of their size allocated: their
 // blobs are never read, not even to learn their size.
 func TestGitSourceReadsOnlyRecordBlobs(t *testing.T) {
+	for _, mode := range []string{"work tree", "file URL"} {
+		t.Run(mode, func(t *testing.T) { testReadsOnlyRecordBlobs(t, mode == "file URL") })
+	}
+}
+
+// repoArg is how a test GitSource reaches g: in place, or fetched.
+func (g *gitRepo) repoArg(fetch bool) string {
+	if fetch {
+		return "file://" + g.dir
+	}
+	return g.dir
+}
+
+func testReadsOnlyRecordBlobs(t *testing.T, fetch bool) {
 	g := newGitRepo(t)
-	src, err := NewGitSource(GitConfig{Repo: g.dir, App: testSource})
+	src, err := NewGitSource(GitConfig{Repo: g.repoArg(fetch), App: testSource})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,9 +219,17 @@ func mustSnapshotOf(t *testing.T, src *GitSource) *Snapshot {
 // keeps answering every cluster.
 func TestGitSourceRefusesHugeRecordUnread(t *testing.T) {
 	for _, file := range []string{"clusters/gpu-east-1/cluster.yaml", "orgs/globex.yaml", "products/acme/huge.yaml"} {
-		t.Run(file, func(t *testing.T) {
+		for _, fetch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fetched=%v", file, fetch), func(t *testing.T) { testRefusesHugeRecordUnread(t, file, fetch) })
+		}
+	}
+}
+
+func testRefusesHugeRecordUnread(t *testing.T, file string, fetch bool) {
+	{
+		{
 			g := newGitRepo(t)
-			src, err := NewGitSource(GitConfig{Repo: g.dir, App: testSource})
+			src, err := NewGitSource(GitConfig{Repo: g.repoArg(fetch), App: testSource})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,6 +250,38 @@ func TestGitSourceRefusesHugeRecordUnread(t *testing.T) {
 			if n > hugeBlob/8 {
 				t.Fatalf("the refresh allocated %d bytes: the oversized record was read", n)
 			}
-		})
+		}
+	}
+}
+
+// BenchmarkRefreshHugeBlob reports the bytes one refresh allocates loading
+// the example repo's head with and without a 128 MiB blob outside the
+// record paths (docs/security.md). A work tree is read in place; a file://
+// URL is fetched (depth 1, from git-upload-pack): every blob of the commit
+// is transferred and hashed as it streams by (go-git has no partial-clone
+// filter), and only the objects a walk may read are kept (packStorage).
+func BenchmarkRefreshHugeBlob(b *testing.B) {
+	for _, huge := range []int64{0, 128 << 20} {
+		g := newGitRepo(b)
+		if huge > 0 {
+			g.commitBlobs(b, "a huge blob", map[string]int64{"docs/huge.bin": huge})
+		}
+		for _, mode := range []struct{ name, repo string }{{"work tree", g.dir}, {"file URL", "file://" + g.dir}} {
+			b.Run(fmt.Sprintf("%s/blob=%dMiB", mode.name, huge>>20), func(b *testing.B) {
+				var total uint64
+				for i := 0; i < b.N; i++ {
+					src, err := NewGitSource(GitConfig{Repo: mode.repo, App: testSource})
+					if err != nil {
+						b.Fatal(err)
+					}
+					var st SourceStatus
+					total += allocated(func() { st, err = src.Refresh(context.Background()) })
+					if err != nil || st.HeadError != "" {
+						b.Fatalf("%+v %v", st, err)
+					}
+				}
+				b.ReportMetric(float64(total)/float64(b.N), "B-alloc/refresh")
+			})
+		}
 	}
 }
