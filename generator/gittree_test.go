@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -284,4 +286,59 @@ func BenchmarkRefreshHugeBlob(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestGitSourceTreeRefusalsMatchReadFiles: a commit is refused for what a
+// checkout read with repo.ReadFiles is refused for — never a record
+// silently skipped — and an executable record is read like any file.
+func TestGitSourceTreeRefusalsMatchReadFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, want string
+	}{
+		{"yml org", "orgs/initech.yml", "orgs/initech.yml: records are read from .yaml files only"},
+		{"yml product", "products/acme/shop.yml", "products/acme/shop.yml: records are read from .yaml files only"},
+		{"cluster.yml", "clusters/gpu-east-1/cluster.yml", "clusters/gpu-east-1/cluster.yml: a cluster record is read from cluster.yaml only"},
+		{"directory record", "orgs/initech.yaml/x", "orgs/initech.yaml: is a directory; a record must be a file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGitRepo(t)
+			src, err := NewGitSource(GitConfig{Repo: g.dir, App: testSource})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := src.Refresh(context.Background()); err != nil || st.HeadError != "" {
+				t.Fatalf("first refresh: %+v %v", st, err)
+			}
+			g.commit(t, tc.name, map[string]string{tc.file: "kind: Organization\n"})
+			st, err := src.Refresh(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(strings.Join(st.HeadErrors, "\n"), tc.want) {
+				t.Fatalf("head errors %q, want %q", st.HeadErrors, tc.want)
+			}
+			// The checkout read as a plain folder says the same.
+			_, errs := repo.ReadFiles(g.dir)
+			if !strings.Contains(errs.Error(), tc.want) {
+				t.Fatalf("ReadFiles: %v, want %q", errs, tc.want)
+			}
+		})
+	}
+	t.Run("executable record", func(t *testing.T) {
+		g := newGitRepo(t)
+		if err := os.Chmod(filepath.Join(g.dir, "clusters/gpu-west-2/cluster.yaml"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		g.commit(t, "chmod +x", nil)
+		src, err := NewGitSource(GitConfig{Repo: g.dir, App: testSource})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st, err := src.Refresh(context.Background()); err != nil || st.HeadError != "" {
+			t.Fatalf("refresh: %+v %v", st, err)
+		}
+		if c, _, _ := mustSnapshotOf(t, src).Counts(); c != 3 {
+			t.Fatalf("%d clusters, want 3: the executable record was skipped", c)
+		}
+	})
 }
