@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -405,17 +404,8 @@ func (g *GitSource) refreshLocked(ctx context.Context) (st SourceStatus, err err
 	return g.status, nil
 }
 
-// recordGlobs are the files repo.LoadFS reads; only they are kept in memory.
+// recordGlobs are the files repo.LoadFS reads (walkCommit lists them).
 var recordGlobs = []string{"clusters/*/" + repo.ClusterFile, "orgs/*.yaml", "products/*/*.yaml"}
-
-func isRecordPath(p string) bool {
-	for _, g := range recordGlobs {
-		if ok, _ := path.Match(g, p); ok {
-			return true
-		}
-	}
-	return false
-}
 
 // fetch returns the head commit, its record files and the files it refused.
 func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, record.Errors, error) {

@@ -330,12 +330,13 @@ func readBlob(s storer.EncodedObjectStorer, h plumbing.Hash, max int64) ([]byte,
 // maxCommitBytes bounds a commit or tag object (its message is the committer's).
 const maxCommitBytes = 1 << 20
 
-// resolveLocal finds the commit the revision (HEAD, a branch, a tag or a
-// commit hash) names in a local repository, peeling annotated tags, each
+// resolveLocal finds the commit the revision (HEAD, a branch, a tag, a
+// remote-tracking branch or a commit hash) names in a local repository, peeling annotated tags, each
 // object's size checked before it is read.
 func resolveLocal(r *git.Repository, rev string) (plumbing.Hash, error) {
 	h, found := plumbing.ZeroHash, false
-	for _, name := range []plumbing.ReferenceName{plumbing.ReferenceName(rev), plumbing.NewBranchReferenceName(rev), plumbing.NewTagReferenceName(rev)} {
+	for _, name := range []plumbing.ReferenceName{plumbing.ReferenceName(rev), plumbing.NewBranchReferenceName(rev),
+		plumbing.NewTagReferenceName(rev), plumbing.ReferenceName("refs/remotes/" + rev)} {
 		if ref, err := r.Reference(name, true); err == nil {
 			h, found = ref.Hash(), true
 			break

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -341,4 +342,29 @@ func TestGitSourceTreeRefusalsMatchReadFiles(t *testing.T) {
 			t.Fatalf("%d clusters, want 3: the executable record was skipped", c)
 		}
 	})
+}
+
+// TestResolveLocal: a local revision is HEAD, a branch, an annotated or
+// lightweight tag, or a commit hash; anything else is an error.
+func TestResolveLocal(t *testing.T) {
+	g := newGitRepo(t)
+	head, err := g.r.Head()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "t", Email: "t@example.invalid", When: time.Unix(1700000000, 0)}
+	if _, err := g.r.CreateTag("v1", head.Hash(), &git.CreateTagOptions{Tagger: sig, Message: "v1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.r.CreateTag("light", head.Hash(), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []string{"HEAD", head.Name().Short(), "v1", "light", head.Hash().String()} {
+		if h, err := resolveLocal(g.r, rev); err != nil || h != head.Hash() {
+			t.Errorf("%s: %s %v, want %s", rev, h, err, head.Hash())
+		}
+	}
+	if _, err := resolveLocal(g.r, "nope"); err == nil {
+		t.Error("an unknown revision resolved")
+	}
 }
