@@ -522,7 +522,9 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	files, refused, err := walkCommit(r.Storer, objectSizer(r.Storer), c.TreeHash)
+	sizes, closePacks := objectSizer(r.Storer)
+	defer closePacks()
+	files, refused, err := walkCommit(r.Storer, sizes, c.TreeHash)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}

@@ -11,8 +11,12 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
@@ -378,9 +382,113 @@ func resolveLocal(r *git.Repository, rev string) (plumbing.Hash, error) {
 
 // objectSizer tells an object's size from its header: a loose object's
 // zlib header, a packed object's pack header, a fetched object's record
-// (packStorage). For a delta in a local repository's pack go-git inflates
-// the delta's data (what it adds to its base, never the object it makes)
-// to read the size at its start.
-func objectSizer(s storer.EncodedObjectStorer) sizer {
-	return s.EncodedObjectSize
+// (packStorage). go-git's EncodedObjectSize inflates a packed delta's whole
+// data to read the target size at its start; packSizes reads only the first
+// bytes. close releases the pack files it opened.
+func objectSizer(s storer.EncodedObjectStorer) (sizes sizer, close func()) {
+	fs, ok := s.(*filesystem.Storage)
+	if !ok {
+		return s.EncodedObjectSize, func() {}
+	}
+	p := &packSizes{s: fs, dir: dotgit.New(fs.Filesystem()), open: map[plumbing.Hash]io.ReadSeekCloser{}}
+	return p.size, p.close
+}
+
+// packSizes reads object sizes from a repository's packs on disk.
+type packSizes struct {
+	s      *filesystem.Storage
+	dir    *dotgit.DotGit
+	packs  []plumbing.Hash
+	idx    []*idxfile.MemoryIndex
+	loaded bool
+	open   map[plumbing.Hash]io.ReadSeekCloser
+}
+
+func (p *packSizes) close() {
+	for _, f := range p.open {
+		_ = f.Close()
+	}
+}
+
+func (p *packSizes) load() error {
+	p.loaded = true
+	packs, err := p.dir.ObjectPacks()
+	if err != nil {
+		return err
+	}
+	for _, h := range packs {
+		f, err := p.dir.ObjectPackIdx(h)
+		if err != nil {
+			return err
+		}
+		idx := idxfile.NewMemoryIndex()
+		err = idxfile.NewDecoder(f).Decode(idx)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("pack index %s: %w", h, err)
+		}
+		p.packs, p.idx = append(p.packs, h), append(p.idx, idx)
+	}
+	return nil
+}
+
+func (p *packSizes) size(h plumbing.Hash) (int64, error) {
+	if !p.loaded {
+		if err := p.load(); err != nil {
+			return 0, err
+		}
+	}
+	for i, idx := range p.idx {
+		off, err := idx.FindOffset(h)
+		if err != nil {
+			continue
+		}
+		f, ok := p.open[p.packs[i]]
+		if !ok {
+			if f, err = p.dir.ObjectPack(p.packs[i]); err != nil {
+				return 0, err
+			}
+			p.open[p.packs[i]] = f
+		}
+		return packedSize(f, off)
+	}
+	return p.s.EncodedObjectSize(h) // a loose object: its header
+}
+
+// errPrefix stops a copy once the prefix is read.
+var errPrefix = errors.New("prefix read")
+
+// prefix keeps the first bytes written to it.
+type prefix struct{ b []byte }
+
+func (p *prefix) Write(b []byte) (int, error) {
+	n := min(len(b), 32-len(p.b))
+	p.b = append(p.b, b[:n]...)
+	if len(p.b) == 32 {
+		return n, errPrefix
+	}
+	return len(b), nil
+}
+
+// packedSize reads the size of the object at off of pack f: the header's
+// for a whole object, the delta's target size for a delta (its first bytes
+// inflated, never the rest).
+func packedSize(f io.ReadSeekCloser, off int64) (int64, error) {
+	sc := packfile.NewScanner(f)
+	oh, err := sc.SeekObjectHeader(off)
+	if err != nil {
+		return 0, err
+	}
+	if !oh.Type.IsDelta() {
+		return oh.Length, nil
+	}
+	var pre prefix
+	if _, _, err := sc.NextObject(&pre); err != nil && !errors.Is(err, errPrefix) {
+		return 0, err
+	}
+	n := deltaTargetSize(pre.b)
+	if n < 0 {
+		return 0, fmt.Errorf("a malformed delta at %d", off)
+	}
+	return n, nil
 }

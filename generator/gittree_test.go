@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -367,4 +368,65 @@ func TestResolveLocal(t *testing.T) {
 	if _, err := resolveLocal(g.r, "nope"); err == nil {
 		t.Error("an unknown revision resolved")
 	}
+}
+
+// TestPackedSizes: in a repository whose objects are packed with deltas
+// (git repack), every object's size is read from its pack header or its
+// delta's first bytes and equals the object's, and the generator loads it.
+func TestPackedSizes(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	g := newGitRepo(t)
+	c := string(exampleFS(t, nil)["clusters/gpu-east-1/cluster.yaml"].Data)
+	g.commit(t, "similar files", map[string]string{"docs/a.yaml": c + "# a\n", "docs/b.yaml": c + "# b\n" + c})
+	if out, err := exec.Command(gitBin, "-C", g.dir, "repack", "-adf", "--window=50", "--depth=10").CombinedOutput(); err != nil {
+		t.Fatalf("git repack: %v\n%s", err, out)
+	}
+	r, err := git.PlainOpen(g.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, done := objectSizer(r.Storer)
+	defer done()
+	it, err := r.Storer.IterEncodedObjects(plumbing.AnyObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = it.ForEach(func(o plumbing.EncodedObject) error {
+		n++
+		got, err := sizes(o.Hash())
+		if err != nil || got != o.Size() {
+			t.Errorf("%s %s: size %d %v, want %d", o.Type(), o.Hash(), got, err, o.Size())
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Fatalf("%d objects, %v", n, err)
+	}
+	if countPackDeltas(t, g.dir) == 0 {
+		t.Fatal("the pack holds no delta; the test needs some")
+	}
+	src, err := NewGitSource(GitConfig{Repo: g.dir, App: testSource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := src.Refresh(context.Background()); err != nil || st.HeadError != "" {
+		t.Fatalf("refresh: %+v %v", st, err)
+	}
+}
+
+func countPackDeltas(t *testing.T, dir string) int {
+	packs, _ := filepath.Glob(filepath.Join(dir, ".git", "objects", "pack", "*.pack"))
+	deltas := 0
+	for _, p := range packs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deltas += countDeltas(t, b)
+	}
+	return deltas
 }
