@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
-	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -275,7 +273,7 @@ func (g *GitSource) head(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", errPlainFolder
 		}
-		h, err := r.ResolveRevision(plumbing.Revision(g.cfg.Revision))
+		h, err := resolveLocal(r, g.cfg.Revision)
 		if err != nil {
 			return "", fmt.Errorf("revision %s in %s: %w", g.cfg.Revision, g.cfg.Repo, err)
 		}
@@ -406,17 +404,8 @@ func (g *GitSource) refreshLocked(ctx context.Context) (st SourceStatus, err err
 	return g.status, nil
 }
 
-// recordGlobs are the files repo.LoadFS reads; only they are kept in memory.
+// recordGlobs are the files repo.LoadFS reads (walkCommit lists them).
 var recordGlobs = []string{"clusters/*/" + repo.ClusterFile, "orgs/*.yaml", "products/*/*.yaml"}
-
-func isRecordPath(p string) bool {
-	for _, g := range recordGlobs {
-		if ok, _ := path.Match(g, p); ok {
-			return true
-		}
-	}
-	return false
-}
 
 // fetch returns the head commit, its record files and the files it refused.
 func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, record.Errors, error) {
@@ -426,11 +415,11 @@ func (g *GitSource) fetch(ctx context.Context) (string, fs.FS, record.Errors, er
 	// Only a directory that is itself the repository root: a subfolder of a work
 	// tree must be read as a plain folder, not as its repository's root tree.
 	if r, err := git.PlainOpen(g.cfg.Repo); err == nil {
-		h, err := r.ResolveRevision(plumbing.Revision(g.cfg.Revision))
+		h, err := resolveLocal(r, g.cfg.Revision)
 		if err != nil {
 			return "", nil, nil, fmt.Errorf("revision %s in %s: %w", g.cfg.Revision, g.cfg.Repo, err)
 		}
-		return g.commitFiles(r, *h)
+		return g.commitFiles(r, h)
 	}
 	return g.readDir()
 }
@@ -460,13 +449,14 @@ func (g *GitSource) readDir() (string, fs.FS, record.Errors, error) {
 
 // fetchRemote lists the remote's refs; when the revision moved it fetches
 // just that commit (depth 1) into a fresh in-memory repository, so memory
-// holds one tree, never the history.
+// holds one tree, never the history, and of that tree only the objects a
+// walk may read (packStorage).
 func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, record.Errors, error) {
 	auth, err := g.auth()
 	if err != nil {
 		return "", nil, nil, err
 	}
-	storage := memory.NewStorage()
+	storage := newPackStorage()
 	r, err := git.Init(storage, nil)
 	if err != nil {
 		return "", nil, nil, err
@@ -513,84 +503,32 @@ func resolveRef(refs []*plumbing.Reference, rev string) (plumbing.ReferenceName,
 	return "", plumbing.ZeroHash, fmt.Errorf("revision %q not found (not HEAD, a branch or a tag)", rev)
 }
 
-// commitFiles reads the record files of commit h's tree. A symlink is
-// followed only to a regular file inside the record's own directory (Argo
-// CD's out-of-bounds rule); a symlink where a record directory belongs, or
-// an oversized record, is refused as a finding.
+// commitFiles lists the record files of commit h's tree (walkCommit): only
+// the trees on the way to a record are read, every blob's size comes from
+// its header, and a record blob is read only when the loader asks for it.
+// A symlink is followed only to a regular file inside the record's own
+// directory (Argo CD's out-of-bounds rule); a symlink where a record
+// directory belongs, an oversized record or tree is refused as a finding.
 func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.FS, record.Errors, error) {
-	c, err := r.CommitObject(h)
+	n, err := r.Storer.EncodedObjectSize(h)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	tree, err := c.Tree()
-	if err != nil {
-		return "", nil, nil, fmt.Errorf("tree of %s: %w", h, err)
+	if n > maxCommitBytes {
+		return h.String(), repo.NewBlobFS(nil), record.Errors{{File: "commit " + h.String(),
+			Msg: fmt.Sprintf("is %d bytes; at most %d are read", n, maxCommitBytes)}}, nil
 	}
-	entries := map[string]*object.File{}
-	var refused record.Errors
-	err = tree.Files().ForEach(func(f *object.File) error {
-		if f.Mode == filemode.Symlink && isRecordDirPath(f.Name) {
-			refused = append(refused, record.Error{File: f.Name + "/", Msg: "is a symlink; a record directory must be a directory of the repo"})
-		}
-		entries[f.Name] = f
-		return nil
-	})
+	c, err := object.GetCommit(r.Storer, h)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	files := map[string]repo.Blob{}
-	for name, f := range entries {
-		if !isRecordPath(name) {
-			continue
-		}
-		target := f
-		if f.Mode == filemode.Symlink {
-			link, err := f.Contents()
-			if err != nil {
-				return "", nil, nil, fmt.Errorf("%s: %w", name, err)
-			}
-			dir := path.Dir(name)
-			resolved := path.Join(dir, link)
-			t, ok := entries[resolved]
-			switch {
-			case path.IsAbs(link) || !strings.HasPrefix(resolved, dir+"/"):
-				refused = append(refused, record.Error{File: name, Msg: "is a symlink that leaves its directory; only files inside the directory are read"})
-				continue
-			case !ok || !t.Mode.IsRegular():
-				refused = append(refused, record.Error{File: name, Msg: "is a symlink to something that is not a regular file of the directory"})
-				continue
-			}
-			target = t
-		} else if !f.Mode.IsRegular() {
-			continue // a submodule
-		}
-		if target.Size > repo.MaxRecordBytes {
-			refused = append(refused, record.Error{File: name, Msg: fmt.Sprintf("is %d bytes; at most %d are read", target.Size, repo.MaxRecordBytes)})
-			continue
-		}
-		// Read only if the loader has not seen this blob: unchanged records
-		// of a new commit are never decompressed.
-		files[name] = repo.Blob{Hash: target.Hash.String(), Size: target.Size, Read: func() ([]byte, error) {
-			s, err := target.Contents()
-			return []byte(s), err
-		}}
+	sizes, closePacks := objectSizer(r.Storer)
+	defer closePacks()
+	files, refused, err := walkCommit(r.Storer, sizes, c.TreeHash)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	sort.SliceStable(refused, func(i, j int) bool { return refused[i].File < refused[j].File })
 	return h.String(), repo.NewBlobFS(files), refused, nil
-}
-
-// isRecordDirPath: a path where a directory holding records belongs.
-func isRecordDirPath(p string) bool {
-	switch p {
-	case "clusters", "orgs", "products":
-		return true
-	}
-	for _, g := range []string{"clusters/*", "products/*"} {
-		if ok, _ := path.Match(g, p); ok {
-			return true
-		}
-	}
-	return false
 }
 
 // auth builds the transport credentials from their files.

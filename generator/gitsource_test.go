@@ -18,7 +18,7 @@ type gitRepo struct {
 	r   *git.Repository
 }
 
-func newGitRepo(t *testing.T) *gitRepo {
+func newGitRepo(t testing.TB) *gitRepo {
 	t.Helper()
 	dir := t.TempDir()
 	r, err := git.PlainInit(dir, false)
@@ -34,7 +34,7 @@ func newGitRepo(t *testing.T) *gitRepo {
 	return g
 }
 
-func (g *gitRepo) commit(t *testing.T, msg string, files map[string]string) string {
+func (g *gitRepo) commit(t testing.TB, msg string, files map[string]string) string {
 	t.Helper()
 	wt, err := g.r.Worktree()
 	if err != nil {

@@ -3,6 +3,7 @@ package repo
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -43,13 +44,21 @@ func ReadFiles(root string) (map[string][]byte, record.Errors) {
 		}
 		return out
 	}
+	var total int64
 	read := func(dir, name string) {
 		p := path.Join(dir, name)
+		if total > MaxRecordsBytes {
+			return // refused once already
+		}
 		b, err := safefile.Read(filepath.Join(root, filepath.FromSlash(dir)), name, MaxRecordBytes)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {
 				fail(p, "%s", reason(err))
 			}
+			return
+		}
+		if total += int64(len(b)); total > MaxRecordsBytes {
+			fail(p, "brings the records past %d bytes", MaxRecordsBytes)
 			return
 		}
 		files[p] = b
@@ -104,12 +113,44 @@ func listDir(root, rel string, fail func(string, string, ...any)) ([]fs.DirEntry
 		fail(rel, "must be a directory")
 		return nil, false
 	}
-	es, err := os.ReadDir(p)
-	if err != nil {
+	es, err := readDir(p, MaxDirEntries)
+	switch {
+	case errors.Is(err, errTooMany):
+		fail(rel+"/", "has more than %d entries; at most %d are listed", MaxDirEntries, MaxDirEntries)
+		return nil, false
+	case err != nil:
 		fail(rel+"/", "cannot be read")
 		return nil, false
 	}
 	return es, true
+}
+
+var errTooMany = errors.New("too many entries")
+
+// readDir lists directory p, sorted by name, when it has at most max
+// entries: a directory of millions is refused after max+1 are read.
+func readDir(p string, max int) ([]fs.DirEntry, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var es []fs.DirEntry
+	for {
+		chunk, err := f.ReadDir(1024)
+		es = append(es, chunk...)
+		if len(es) > max {
+			return nil, errTooMany
+		}
+		if errors.Is(err, io.EOF) || (err == nil && len(chunk) == 0) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(es, func(i, j int) bool { return es[i].Name() < es[j].Name() })
+	return es, nil
 }
 
 // reason is the message of a refused read without the path (the finding carries it).

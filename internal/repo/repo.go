@@ -30,6 +30,14 @@ type Repo struct {
 // MaxRecordBytes bounds one record file; a record is a few KiB.
 const MaxRecordBytes = 1 << 20
 
+// MaxRecordsBytes bounds all the record files of a repo together (10,000
+// clusters of a few KiB each are tens of MiB).
+const MaxRecordsBytes = 256 << 20
+
+// MaxDirEntries bounds the entries listed in one directory of the repo
+// (clusters/ holds one per cluster).
+const MaxDirEntries = 100_000
+
 // decode parses file from fsys into out; display is the name used in
 // errors. A failed read is a fileResult a Loader does not keep: it says
 // nothing about the content its hash names.
