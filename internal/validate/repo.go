@@ -218,7 +218,9 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 			continue
 		}
 		n, s := e.Cluster.Metadata.Name, e.Cluster.Spec
-		if s.Org != "" {
+		// An org whose file exists but did not decode is reported there only.
+		orgBroken := present.Orgs[s.Org] && !orgNames[s.Org]
+		if s.Org != "" && !orgBroken {
 			switch {
 			case !orgNames[s.Org]:
 				errs = append(errs, e.err(record.CodeWorkloadOrg, orgPath, "unknown org %q (no orgs/%s.yaml): workload Applications go through the AppProject of an org that allowlists the cluster", s.Org, s.Org))
