@@ -1,0 +1,188 @@
+package secretfile_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/getsops/sops/v3/age"
+	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/kms"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
+
+	"github.com/spokeforge/spokeforge/internal/secretfile"
+	"github.com/spokeforge/spokeforge/internal/secretfile/sopsmeta"
+)
+
+// The differential tests decode files with SOPS v3's own YAML store, the
+// one the sync decrypts with, and compare what it would act on with what
+// secretfile.Parse accepted.
+
+const (
+	encValue = "ENC[AES256_GCM,data:3q2+7w==,iv:AAAAAAAAAAAAAAAAAAAAAA==,tag:BBBBBBBBBBBBBBBBBBBBBB==,type:str]"
+	ageRcpt  = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
+	kmsARN   = "arn:aws:kms:us-east-1:111122223333:key/0c5d6a3e-1f2b-4c8d-9e0f-1a2b3c4d5e6f"
+	stamp    = `"2026-12-01T10:00:00Z"`
+	// An attacker's role and Vault address (userinfo included): never in a finding.
+	attackerRole  = "arn:aws:iam::999999999999:role/attacker"
+	attackerVault = "https://user:pass@vault.attacker.invalid"
+)
+
+// data is the data part every file here shares.
+const data = secretfile.BindingKey + ": " + encValue + "\ntoken: " + encValue + "\n"
+
+const ageEntry = "        - recipient: " + ageRcpt + "\n          enc: x\n"
+
+// groupAge is a key group's age list, opening key_groups' first group.
+const groupAge = "        - age:\n            - recipient: " + ageRcpt + "\n              enc: x\n"
+
+// tail is the end of a metadata block.
+const tail = "    lastmodified: " + stamp + "\n    mac: " + encValue + "\n    unencrypted_suffix: _unencrypted\n    version: 3.10.2\n"
+
+const vaultEntry = "        - vault_address: " + attackerVault + "\n          engine_path: transit\n          key_name: k\n          created_at: " + stamp + "\n          enc: vault:v1:x\n"
+
+// file is data plus a sops block of the given lines (4-space indented).
+func file(meta string) string { return data + "sops:\n" + meta + tail }
+
+// hostile are metadata blocks SOPS decodes into a key the guard must refuse
+// (a role, a profile, a Vault, Azure, GCP or PGP key), each hidden from a
+// node-level reading in its own way. TestSOPSDecodesHostileMetadata shows
+// SOPS does decode each so; the guard refuses them all.
+var hostile = map[string]string{
+	"null-tagged vault list": "    age:\n" + ageEntry + "    hc_vault: !!null\n" + vaultEntry,
+	"null-tagged vault list in a key group": "    key_groups:\n" + groupAge + "          hc_vault: !!null\n" +
+		strings.ReplaceAll(vaultEntry, "        ", "            "),
+	"role through an alias": "    kms:\n        - arn: " + kmsARN + "\n          enc: x\n          created_at: " + stamp +
+		"\n          context: {a: &r \"" + attackerRole + "\"}\n          role: *r\n",
+	"profile through an alias": "    kms:\n        - arn: " + kmsARN + "\n          enc: x\n          created_at: " + stamp +
+		"\n          context: {a: &r prod}\n          aws_profile: *r\n",
+	"null-tagged merge of a vault group": "    key_groups:\n" + groupAge +
+		"          <<: !!null {hc_vault: [{vault_address: \"" + attackerVault + "\", engine_path: t, key_name: k, created_at: " + stamp + ", enc: x}]}\n",
+	"merge of a role": "    kms:\n        - arn: " + kmsARN + "\n          enc: x\n          created_at: " + stamp +
+		"\n          <<: {role: \"" + attackerRole + "\"}\n",
+	"custom-tagged azure list": "    age:\n" + ageEntry + "    azure_kv: !x\n        - vault_url: " + attackerVault + "\n          name: k\n          version: v\n          created_at: " + stamp + "\n          enc: x\n",
+	"flow-style gcp list":      "    age: [{recipient: " + ageRcpt + ", enc: x}]\n    gcp_kms: [{resource_id: projects/p/locations/l/keyRings/r/cryptoKeys/k, created_at: " + stamp + ", enc: x}]\n",
+	"pgp list":                 "    age:\n" + ageEntry + "    pgp:\n        - fp: 0123456789ABCDEF0123456789ABCDEF01234567\n          created_at: " + stamp + "\n          enc: x\n",
+	"vault in a key group":     "    key_groups:\n        - hc_vault:\n    " + strings.ReplaceAll(vaultEntry, "\n        ", "\n            "),
+	"flow-style role":          "    kms: [{arn: \"" + kmsARN + "\", enc: x, created_at: " + stamp + ", role: \"" + attackerRole + "\"}]\n",
+}
+
+// allowed reports what SOPS would do with m that spokeforge does not allow,
+// or "" if every master key is an age key or a KMS key without role or
+// profile.
+func disallowed(t testing.TB, data []byte) (string, bool) {
+	tree, err := sopsyaml.NewStore(&config.YAMLStoreConfig{}).LoadEncryptedFile(data)
+	if err != nil {
+		return "", false
+	}
+	for _, g := range tree.Metadata.KeyGroups {
+		for _, k := range g {
+			switch k := k.(type) {
+			case *age.MasterKey:
+			case *kms.MasterKey:
+				if k.Role != "" {
+					return "kms role", true
+				}
+				if k.AwsProfile != "" {
+					return "kms aws_profile", true
+				}
+			default:
+				return k.TypeToIdentifier(), true
+			}
+		}
+	}
+	return "", true
+}
+
+func TestSOPSDecodesHostileMetadata(t *testing.T) {
+	for name, meta := range hostile {
+		t.Run(name, func(t *testing.T) {
+			b := []byte(file(meta))
+			what, ok := disallowed(t, b)
+			if !ok {
+				t.Fatalf("SOPS does not decode the case; it tests nothing")
+			}
+			if what == "" {
+				t.Fatalf("SOPS decodes only allowed keys; the case tests nothing")
+			}
+			_, errs := secretfile.Parse("f.sops.yaml", b)
+			if len(errs) == 0 {
+				t.Fatalf("the guard accepts a file SOPS decodes to a %s key", what)
+			}
+			msg := errs.Error()
+			for _, leak := range []string{"attacker", "user:pass", "prod"} {
+				if strings.Contains(msg, leak) {
+					t.Fatalf("a finding repeats %q: %s", leak, msg)
+				}
+			}
+		})
+	}
+}
+
+// FuzzMetadataMatchesSOPS: for any file the guard accepts and SOPS decodes,
+// SOPS's decoded key groups hold only age keys and KMS keys without role
+// or profile, exactly the recipients the guard reports, and exactly the
+// keys it reports; and sopsmeta.Load, the sync's check of the decoded
+// tree, accepts it too. (A file SOPS cannot decode fails closed.) So
+// whatever SOPS would act on with a disallowed key, the guard refuses.
+func FuzzMetadataMatchesSOPS(f *testing.F) {
+	f.Add([]byte(file("    age:\n" + ageEntry)))
+	f.Add([]byte(file("    kms:\n        - arn: " + kmsARN + "\n          enc: x\n          created_at: " + stamp + "\n          aws_profile: \"\"\n          context: {k: v}\n")))
+	f.Add([]byte(file("    key_groups:\n" + groupAge + "          kms:\n            - arn: " + kmsARN + "\n              enc: x\n              created_at: " + stamp + "\n    shamir_threshold: 1\n")))
+	f.Add([]byte(file("    age:\n" + ageEntry + "    hc_vault: []\n    pgp: ~\n    azure_kv:\n    gcp_kms: []\n")))
+	f.Add([]byte(file("    Age:\n" + ageEntry + "    age:\n" + ageEntry)))
+	f.Add([]byte(file("    age:\n" + ageEntry + "    kms:\n        - arn: " + kmsARN + "\n          enc: x\n          created_at: " + stamp + "\n          Role: " + attackerRole + "\n          ROLE: x\n")))
+	f.Add([]byte(file("    age: &a\n" + ageEntry + "    key_groups:\n        - age: *a\n")))
+	f.Add([]byte(file("    mac_only_encrypted: yes\n    age:\n" + ageEntry)))
+	f.Add([]byte(data + "sops:\n    age:\n" + ageEntry + tail + "sops:\n    hc_vault:\n" + vaultEntry + tail))
+	names := make([]string, 0, len(hostile))
+	for n := range hostile {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		f.Add([]byte(file(hostile[n])))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, errs := secretfile.Parse("f.sops.yaml", b)
+		if len(errs) > 0 {
+			return // refused: nothing is decrypted
+		}
+		tree, err := sopsyaml.NewStore(&config.YAMLStoreConfig{}).LoadEncryptedFile(b)
+		if err != nil {
+			return // SOPS refuses too: the sync fails closed
+		}
+		var ages, arns []string
+		for _, g := range tree.Metadata.KeyGroups {
+			for _, k := range g {
+				switch k := k.(type) {
+				case *age.MasterKey:
+					ages = append(ages, k.Recipient)
+				case *kms.MasterKey:
+					if k.Role != "" || k.AwsProfile != "" {
+						t.Fatalf("the guard accepts a KMS key SOPS decodes with a role or profile")
+					}
+					arns = append(arns, k.Arn)
+				default:
+					t.Fatalf("the guard accepts a file SOPS decodes to a %s key", k.TypeToIdentifier())
+				}
+			}
+		}
+		if !sameStrings(ages, got.Age) || !sameStrings(arns, got.KMS) {
+			t.Fatalf("recipients: SOPS decodes age %v kms %v, the guard reports age %v kms %v", ages, arns, got.Age, got.KMS)
+		}
+		if tree.Metadata.MACOnlyEncrypted {
+			t.Fatalf("the guard accepts mac_only_encrypted")
+		}
+		if err := sopsmeta.Check(tree, got); err != nil {
+			t.Fatalf("the guard accepts what the sync's decoded check refuses: %v", err)
+		}
+	})
+}
+
+func sameStrings(a, b []string) bool {
+	a, b = append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(a)
+	sort.Strings(b)
+	return strings.Join(a, "\n") == strings.Join(b, "\n") && len(a) == len(b)
+}
