@@ -549,11 +549,14 @@ func (p *parser) recipients(kind, path string, v *yaml.Node) {
 			}
 			if c := fields["context"]; c != nil && !isNull(c) {
 				// The encryption context is sent with the Decrypt call and chooses no
-				// endpoint or credential; it must be a flat map of strings.
+				// endpoint or credential; it must be a flat map of strings. A null
+				// value would be a nil *string, which SOPS's key service dereferences
+				// (a panic that would stop the whole sync).
 				for j := 0; j+1 < len(c.Content); j += 2 {
-					if c.Content[j].Kind != yaml.ScalarNode || c.Content[j+1].Kind != yaml.ScalarNode {
+					ck, cv := c.Content[j], c.Content[j+1]
+					if ck.Kind != yaml.ScalarNode || cv.Kind != yaml.ScalarNode || isNull(ck) || isNull(cv) {
 						bad = true
-						p.fail(c.Line, ep+".context", "must map strings to strings")
+						p.fail(c.Line, ep+".context", "must map strings to strings (no null)")
 						break
 					}
 				}

@@ -89,6 +89,7 @@ func TestParse(t *testing.T) {
 		{"key group", bound + "token: " + enc + "\nsops:\n  key_groups:\n    - age:\n        - recipient: " + recipient + "\n          enc: x\n      kms: []\n  shamir_threshold: 1\n  lastmodified: x\n  mac: " + enc + "\n", []string{"token"}, ""},
 		{"empty key group", bound + "token: " + enc + "\nsops:\n  key_groups:\n    - age:\n        - recipient: " + recipient + "\n          enc: x\n    - {}\n  lastmodified: x\n  mac: " + enc + "\n", nil, "key_groups[1]: names no age or AWS KMS recipient"},
 		{"unknown key group field", bound + "token: " + enc + "\nsops:\n  key_groups:\n    - age:\n        - recipient: " + recipient + "\n          enc: x\n      vault: x\n  lastmodified: x\n  mac: " + enc + "\n", nil, `unknown SOPS metadata field "vault"`},
+		{"null kms context value", bound + "token: " + enc + "\nsops:\n  kms:\n    - arn: arn:aws:kms:us-east-1:111122223333:alias/x\n      enc: x\n      context: {a: ~}\n  lastmodified: x\n  mac: " + enc + "\n", nil, "context: must map strings to strings (no null)"},
 		{"mac only encrypted", sopsFile(bound+"token: "+enc+"\n") + "    mac_only_encrypted: true\n", nil, "mac_only_encrypted: is not supported"},
 		{"mac only encrypted as yes", sopsFile(bound+"token: "+enc+"\n") + "    mac_only_encrypted: yes\n", nil, "must be true or false"},
 		{"encrypted regex", sopsFile(bound+"token: "+enc+"\n") + "    encrypted_regex: ^data$\n", nil, "encrypted_regex: is not supported"},

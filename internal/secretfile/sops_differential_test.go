@@ -134,6 +134,7 @@ func FuzzMetadataMatchesSOPS(f *testing.F) {
 	f.Add([]byte(file("    age:\n" + ageEntry + "    kms:\n        - arn: " + kmsARN + "\n          enc: x\n          created_at: " + stamp + "\n          Role: " + attackerRole + "\n          ROLE: x\n")))
 	f.Add([]byte(file("    age: &a\n" + ageEntry + "    key_groups:\n        - age: *a\n")))
 	f.Add([]byte(file("    mac_only_encrypted: yes\n    age:\n" + ageEntry)))
+	f.Add([]byte(file("    kms:\n        - arn: " + kmsARN + "\n          enc: x\n          created_at: " + stamp + "\n          context: {a: ~, b: c}\n")))
 	f.Add([]byte(data + "sops:\n    age:\n" + ageEntry + tail + "sops:\n    hc_vault:\n" + vaultEntry + tail))
 	names := make([]string, 0, len(hostile))
 	for n := range hostile {
@@ -161,6 +162,11 @@ func FuzzMetadataMatchesSOPS(f *testing.F) {
 				case *kms.MasterKey:
 					if k.Role != "" || k.AwsProfile != "" {
 						t.Fatalf("the guard accepts a KMS key SOPS decodes with a role or profile")
+					}
+					for _, v := range k.EncryptionContext {
+						if v == nil {
+							t.Fatalf("the guard accepts a null KMS context value (SOPS's key service dereferences it)")
+						}
 					}
 					arns = append(arns, k.Arn)
 				default:

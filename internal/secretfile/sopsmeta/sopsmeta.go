@@ -76,6 +76,12 @@ func Check(tree sops.Tree, f *secretfile.File) error {
 				case !secretfile.ValidKMSARN(k.Arn):
 					return fmt.Errorf("a KMS recipient is not an AWS KMS key or alias ARN")
 				}
+				for _, v := range k.EncryptionContext {
+					if v == nil {
+						// SOPS's key service dereferences it: a panic.
+						return fmt.Errorf("a KMS recipient's context holds a null value")
+					}
+				}
 				arns = append(arns, k.Arn)
 			default:
 				// The identifier is SOPS's constant for the key type ("hc_vault",

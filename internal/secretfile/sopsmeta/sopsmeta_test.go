@@ -63,6 +63,7 @@ func TestCheck(t *testing.T) {
 		{"vault", tree(nil, sops.KeyGroup{ageKey, &hcvault.MasterKey{VaultAddress: "https://user:pass@attacker.invalid"}}), f, "hc_vault recipients are not supported"},
 		{"role", tree(nil, sops.KeyGroup{&kms.MasterKey{Arn: arn, Role: "arn:aws:iam::9:role/attacker"}}), f, "names a role"},
 		{"profile", tree(nil, sops.KeyGroup{&kms.MasterKey{Arn: arn, AwsProfile: "attacker"}}), f, "names an AWS profile"},
+		{"null context value", tree(nil, sops.KeyGroup{&kms.MasterKey{Arn: arn, EncryptionContext: map[string]*string{"a": nil}}}), f, "context holds a null value"},
 		{"bad arn", tree(nil, sops.KeyGroup{&kms.MasterKey{Arn: "arn:aws:kms:x"}}), f, "not an AWS KMS key"},
 		{"plugin age recipient", tree(nil, sops.KeyGroup{&age.MasterKey{Recipient: "age1yubikey1qx"}}), f, "not an age X25519"},
 		{"empty group", tree(nil, sops.KeyGroup{ageKey}, sops.KeyGroup{}), f, "key group 1 names no recipient"},
