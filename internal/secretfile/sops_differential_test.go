@@ -1,6 +1,7 @@
 package secretfile_test
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -65,6 +66,22 @@ var hostile = map[string]string{
 	"pgp list":                 "    age:\n" + ageEntry + "    pgp:\n        - fp: 0123456789ABCDEF0123456789ABCDEF01234567\n          created_at: " + stamp + "\n          enc: x\n",
 	"vault in a key group":     "    key_groups:\n        - hc_vault:\n    " + strings.ReplaceAll(vaultEntry, "\n        ", "\n            "),
 	"flow-style role":          "    kms: [{arn: \"" + kmsARN + "\", enc: x, created_at: " + stamp + ", role: \"" + attackerRole + "\"}]\n",
+}
+
+// TestSelfAliasRefused: an alias inside its own anchor makes SOPS 3.10's
+// YAML store recurse until the stack overflows, a fatal error no recover
+// catches (the whole sync stops), wherever in the file it is, as long as
+// the metadata decodes: here in a key group field SOPS ignores. The guard
+// must refuse it before SOPS reads the file (not run through SOPS here).
+func TestSelfAliasRefused(t *testing.T) {
+	for _, meta := range []string{
+		"    age:\n" + ageEntry + "    key_groups:\n        - x: !!null &loop [*loop]\n",
+		"    age:\n        - recipient: " + ageRcpt + "\n          enc: x\n          x: &loop {y: *loop}\n",
+	} {
+		if _, errs := secretfile.Parse("f", []byte(file(meta))); !strings.Contains(errs.Error(), "YAML anchors are not allowed") {
+			t.Errorf("findings %q", errs.Error())
+		}
+	}
 }
 
 // allowed reports what SOPS would do with m that spokeforge does not allow,
@@ -144,46 +161,137 @@ func FuzzMetadataMatchesSOPS(f *testing.F) {
 	for _, n := range names {
 		f.Add([]byte(file(hostile[n])))
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, errs := secretfile.Parse("f.sops.yaml", b)
-		if len(errs) > 0 {
-			return // refused: nothing is decrypted
-		}
-		tree, err := sopsyaml.NewStore(&config.YAMLStoreConfig{}).LoadEncryptedFile(b)
-		if err != nil {
-			return // SOPS refuses too: the sync fails closed
-		}
-		var ages, arns []string
-		for _, g := range tree.Metadata.KeyGroups {
-			for _, k := range g {
-				switch k := k.(type) {
-				case *age.MasterKey:
-					ages = append(ages, k.Recipient)
-				case *kms.MasterKey:
-					if k.Role != "" || k.AwsProfile != "" {
-						t.Fatalf("the guard accepts a KMS key SOPS decodes with a role or profile")
-					}
-					for _, v := range k.EncryptionContext {
-						if v == nil {
-							t.Fatalf("the guard accepts a null KMS context value (SOPS's key service dereferences it)")
-						}
-					}
-					arns = append(arns, k.Arn)
-				default:
-					t.Fatalf("the guard accepts a file SOPS decodes to a %s key", k.TypeToIdentifier())
+	f.Fuzz(matchesSOPS)
+}
+
+// matchesSOPS is the property of both fuzz targets.
+func matchesSOPS(t *testing.T, b []byte) {
+	got, errs := secretfile.Parse("f.sops.yaml", b)
+	if len(errs) > 0 {
+		return // refused: nothing is decrypted
+	}
+	tree, err := sopsyaml.NewStore(&config.YAMLStoreConfig{}).LoadEncryptedFile(b)
+	if err != nil {
+		return // SOPS refuses too: the sync fails closed
+	}
+	var ages, arns []string
+	for _, g := range tree.Metadata.KeyGroups {
+		for _, k := range g {
+			switch k := k.(type) {
+			case *age.MasterKey:
+				ages = append(ages, k.Recipient)
+			case *kms.MasterKey:
+				if k.Role != "" || k.AwsProfile != "" {
+					t.Fatalf("the guard accepts a KMS key SOPS decodes with a role or profile")
 				}
+				for _, v := range k.EncryptionContext {
+					if v == nil {
+						t.Fatalf("the guard accepts a null KMS context value (SOPS's key service dereferences it)")
+					}
+				}
+				arns = append(arns, k.Arn)
+			default:
+				t.Fatalf("the guard accepts a file SOPS decodes to a %s key", k.TypeToIdentifier())
 			}
 		}
-		if !sameStrings(ages, got.Age) || !sameStrings(arns, got.KMS) {
-			t.Fatalf("recipients: SOPS decodes age %v kms %v, the guard reports age %v kms %v", ages, arns, got.Age, got.KMS)
+	}
+	if !sameStrings(ages, got.Age) || !sameStrings(arns, got.KMS) {
+		t.Fatalf("recipients: SOPS decodes age %v kms %v, the guard reports age %v kms %v", ages, arns, got.Age, got.KMS)
+	}
+	if tree.Metadata.MACOnlyEncrypted {
+		t.Fatalf("the guard accepts mac_only_encrypted")
+	}
+	if err := sopsmeta.Check(tree, got); err != nil {
+		t.Fatalf("the guard accepts what the sync's decoded check refuses: %v", err)
+	}
+}
+
+// FuzzMetadataGrammar builds the sops block from the fuzzer's bytes out of
+// the pieces that matter (field names in SOPS's spelling and others, every
+// recipient kind, roles, profiles, tags, anchors and aliases, merge keys,
+// nulls), in flow style, so that most inputs are YAML SOPS decodes, and
+// checks the same property as FuzzMetadataMatchesSOPS.
+func FuzzMetadataGrammar(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3})
+	f.Add([]byte{7, 7, 7, 7, 7, 7, 7, 7, 1, 2, 3, 4, 5, 6})
+	f.Add([]byte("hc_vault null tag role alias merge"))
+	f.Fuzz(func(t *testing.T, seed []byte) {
+		if len(seed) > 256 {
+			return
 		}
-		if tree.Metadata.MACOnlyEncrypted {
-			t.Fatalf("the guard accepts mac_only_encrypted")
-		}
-		if err := sopsmeta.Check(tree, got); err != nil {
-			t.Fatalf("the guard accepts what the sync's decoded check refuses: %v", err)
-		}
+		matchesSOPS(t, []byte(grammarFile(seed)))
 	})
+}
+
+var (
+	gMetaFields = []string{"age", "kms", "key_groups", "hc_vault", "azure_kv", "gcp_kms", "pgp", "Age", "KMS", "Key_Groups", "HC_VAULT",
+		"mac_only_encrypted", "unencrypted_suffix", "encrypted_regex", "shamir_threshold", "<<", "extra", "version"}
+	gEntryFields = []string{"recipient", "enc", "arn", "role", "Role", "ROLE", "aws_profile", "AWS_PROFILE", "context", "created_at",
+		"vault_address", "engine_path", "key_name", "vault_url", "name", "resource_id", "fp", "<<", "age", "kms", "hc_vault"}
+	gScalars = []string{ageRcpt, kmsARN, attackerRole, attackerVault, `""`, "~", "null", "x", stamp, "true", "false", "yes", "1", "-1",
+		"_unencrypted", "^token$", "prod"}
+	gTags = []string{"!!null ", "!!str ", "!x ", "!!binary ", "!!map ", "!!seq ", "! "}
+)
+
+// grammarFile is a secret file whose sops block the seed chooses.
+func grammarFile(seed []byte) string {
+	i := 0
+	next := func(n int) int {
+		if i >= len(seed) {
+			return 0
+		}
+		i++
+		return int(seed[i-1]) % n
+	}
+	anchors := 0
+	var value func(depth int) string
+	value = func(depth int) string {
+		prefix := ""
+		switch next(8) {
+		case 1:
+			prefix = gTags[next(len(gTags))]
+		case 2:
+			anchors++
+			prefix = fmt.Sprintf("&a%d ", anchors)
+		case 3:
+			if anchors > 0 {
+				return fmt.Sprintf("*a%d", 1+next(anchors))
+			}
+		}
+		if depth > 3 {
+			return prefix + gScalars[next(len(gScalars))]
+		}
+		switch next(4) {
+		case 0:
+			return prefix + gScalars[next(len(gScalars))]
+		case 1: // a list of entries
+			n := next(3)
+			var items []string
+			for j := 0; j < n; j++ {
+				items = append(items, value(depth+1))
+			}
+			return prefix + "[" + strings.Join(items, ", ") + "]"
+		default: // an entry (mapping)
+			n := 1 + next(4)
+			var items []string
+			if next(2) == 0 {
+				items = append(items, "recipient: "+ageRcpt, "enc: x")
+			} else {
+				items = append(items, "arn: \""+kmsARN+"\"", "enc: x", "created_at: "+stamp)
+			}
+			for j := 0; j < n; j++ {
+				items = append(items, gEntryFields[next(len(gEntryFields))]+": "+value(depth+1))
+			}
+			return prefix + "{" + strings.Join(items, ", ") + "}"
+		}
+	}
+	var meta []string
+	n := 1 + next(5)
+	for j := 0; j < n; j++ {
+		meta = append(meta, gMetaFields[next(len(gMetaFields))]+": "+value(0))
+	}
+	meta = append(meta, "lastmodified: "+stamp, "mac: \""+encValue+"\"")
+	return data + "sops: {" + strings.Join(meta, ", ") + "}\n"
 }
 
 func sameStrings(a, b []string) bool {
