@@ -7,7 +7,8 @@
 // `spokeforge validate` and `spokeforge secrets sync` share it, so a file the
 // sync would refuse never passes validation; decryption itself is
 // internal/secrets' (this package stays free of the SOPS library, for the
-// CMP's small build).
+// CMP's small build; internal/secretfile/sopsmeta checks the metadata again
+// as SOPS's own store decodes it, before the sync uses a key).
 package secretfile
 
 import (

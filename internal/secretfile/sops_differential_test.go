@@ -212,7 +212,9 @@ func matchesSOPS(t *testing.T, b []byte) {
 // nulls), in flow style, so that most inputs are YAML SOPS decodes, and
 // checks the same property as FuzzMetadataMatchesSOPS.
 func FuzzMetadataGrammar(f *testing.F) {
-	f.Add([]byte{0, 1, 2, 3})
+	f.Add([]byte{})
+	f.Add([]byte{0, 1})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 1, 1})
 	f.Add([]byte{7, 7, 7, 7, 7, 7, 7, 7, 1, 2, 3, 4, 5, 6})
 	f.Add([]byte("hc_vault null tag role alias merge"))
 	f.Fuzz(func(t *testing.T, seed []byte) {
@@ -233,7 +235,9 @@ var (
 	gTags = []string{"!!null ", "!!str ", "!x ", "!!binary ", "!!map ", "!!seq ", "! "}
 )
 
-// grammarFile is a secret file whose sops block the seed chooses.
+// grammarFile is a secret file whose sops block the seed chooses. Zero
+// bytes (and the end of the seed) choose the plain, valid piece, so short
+// seeds give files the guard accepts and each further byte one deviation.
 func grammarFile(seed []byte) string {
 	i := 0
 	next := func(n int) int {
@@ -244,51 +248,82 @@ func grammarFile(seed []byte) string {
 		return int(seed[i-1]) % n
 	}
 	anchors := 0
-	var value func(depth int) string
-	value = func(depth int) string {
-		prefix := ""
+	// prefix is what may stand before a node: a tag, an anchor, or nothing.
+	prefix := func() string {
 		switch next(8) {
 		case 1:
-			prefix = gTags[next(len(gTags))]
+			return gTags[next(len(gTags))]
 		case 2:
 			anchors++
-			prefix = fmt.Sprintf("&a%d ", anchors)
-		case 3:
-			if anchors > 0 {
-				return fmt.Sprintf("*a%d", 1+next(anchors))
-			}
+			return fmt.Sprintf("&a%d ", anchors)
 		}
-		if depth > 3 {
-			return prefix + gScalars[next(len(gScalars))]
-		}
-		switch next(4) {
-		case 0:
-			return prefix + gScalars[next(len(gScalars))]
-		case 1: // a list of entries
-			n := next(3)
-			var items []string
-			for j := 0; j < n; j++ {
-				items = append(items, value(depth+1))
-			}
-			return prefix + "[" + strings.Join(items, ", ") + "]"
-		default: // an entry (mapping)
-			n := 1 + next(4)
-			var items []string
-			if next(2) == 0 {
-				items = append(items, "recipient: "+ageRcpt, "enc: x")
-			} else {
-				items = append(items, "arn: \""+kmsARN+"\"", "enc: x", "created_at: "+stamp)
-			}
-			for j := 0; j < n; j++ {
-				items = append(items, gEntryFields[next(len(gEntryFields))]+": "+value(depth+1))
-			}
-			return prefix + "{" + strings.Join(items, ", ") + "}"
-		}
+		return ""
 	}
+	scalar := func() string {
+		if next(8) == 3 && anchors > 0 {
+			return fmt.Sprintf("*a%d", 1+next(anchors))
+		}
+		return prefix() + gScalars[next(len(gScalars))]
+	}
+	entry := func(kind int) string {
+		var items []string
+		switch kind {
+		case 0:
+			items = append(items, "recipient: "+ageRcpt, "enc: x")
+		case 1:
+			items = append(items, "arn: \""+kmsARN+"\"", "enc: x", "created_at: "+stamp)
+		default:
+			items = append(items, "vault_address: \""+attackerVault+"\"", "engine_path: t", "key_name: k", "enc: x", "created_at: "+stamp)
+		}
+		for n := next(3); n > 0; n-- {
+			f := gEntryFields[next(len(gEntryFields))]
+			if f == "context" {
+				items = append(items, "context: "+prefix()+"{k: "+scalar()+"}")
+				continue
+			}
+			items = append(items, f+": "+scalar())
+		}
+		return prefix() + "{" + strings.Join(items, ", ") + "}"
+	}
+	list := func(kind int) string {
+		if next(8) == 3 && anchors > 0 {
+			return fmt.Sprintf("*a%d", 1+next(anchors))
+		}
+		var items []string
+		for n := 1 + next(3); n > 0; n-- {
+			items = append(items, entry(kind))
+		}
+		return prefix() + "[" + strings.Join(items, ", ") + "]"
+	}
+	listKind := map[string]int{"age": 0, "Age": 0, "kms": 1, "KMS": 1, "hc_vault": 2, "HC_VAULT": 2, "azure_kv": 2, "gcp_kms": 2, "pgp": 2}
 	var meta []string
-	n := 1 + next(5)
-	for j := 0; j < n; j++ {
-		meta = append(meta, gMetaFields[next(len(gMetaFields))]+": "+value(0))
+	for n := 1 + next(4); n > 0; n-- {
+		f := gMetaFields[next(len(gMetaFields))]
+		switch k, ok := listKind[f]; {
+		case ok:
+			if k == 2 && next(2) == 0 {
+				meta = append(meta, f+": "+prefix()+"[]")
+				continue
+			}
+			meta = append(meta, f+": "+list(k))
+		case f == "key_groups" || f == "Key_Groups" || f == "<<":
+			var groups []string
+			for g := 1 + next(2); g > 0; g-- {
+				var fs []string
+				for m := 1 + next(3); m > 0; m-- {
+					gf := []string{"age", "kms", "hc_vault", "<<", "Age", "pgp"}[next(6)]
+					fs = append(fs, gf+": "+list(next(3)))
+				}
+				groups = append(groups, prefix()+"{"+strings.Join(fs, ", ")+"}")
+			}
+			if f == "<<" {
+				meta = append(meta, f+": "+groups[0])
+				continue
+			}
+			meta = append(meta, f+": "+prefix()+"["+strings.Join(groups, ", ")+"]")
+		default:
+			meta = append(meta, f+": "+scalar())
+		}
 	}
 	meta = append(meta, "lastmodified: "+stamp, "mac: \""+encValue+"\"")
 	return data + "sops: {" + strings.Join(meta, ", ") + "}\n"
