@@ -7,7 +7,8 @@
 // `spokeforge validate` and `spokeforge secrets sync` share it, so a file the
 // sync would refuse never passes validation; decryption itself is
 // internal/secrets' (this package stays free of the SOPS library, for the
-// CMP's small build).
+// CMP's small build; internal/secretfile/sopsmeta checks the metadata again
+// as SOPS's own store decodes it, before the sync uses a key).
 package secretfile
 
 import (
@@ -17,6 +18,7 @@ import (
 	"io"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -91,23 +93,73 @@ var (
 	})
 )
 
-// metadataFields are the fields of the sops metadata this package accepts;
-// recipients other than age and AWS KMS are refused because decrypting
-// them would send the runner's credentials (a Vault token, an Azure token)
-// to an address the file names.
-var metadataFields = map[string]bool{
-	"age": true, "kms": true, "key_groups": true, "shamir_threshold": true,
-	"lastmodified": true, "mac": true, "version": true, "mac_only_encrypted": true,
-	"unencrypted_suffix": true, "encrypted_suffix": true, "unencrypted_regex": true, "encrypted_regex": true,
-	"unencrypted_comment_regex": true, "encrypted_comment_regex": true,
-	// Older SOPS versions write these as empty lists; any entry is refused.
-	"gcp_kms": true, "azure_kv": true, "hc_vault": true, "pgp": true,
+// DefaultUnencryptedSuffix is the rule SOPS applies when a file's metadata
+// names none: a key ending with it is left unencrypted.
+const DefaultUnencryptedSuffix = "_unencrypted"
+
+// ValidAgeRecipient reports whether r is an age X25519 public key, the only
+// age recipient accepted (no plugin or SSH recipients).
+func ValidAgeRecipient(r string) bool { return ageRecipientRE().MatchString(r) }
+
+// ValidKMSARN reports whether arn is an AWS KMS key or alias ARN of a
+// standard partition: its region names the endpoint the AWS SDK resolves
+// (kms.<region>.amazonaws.com, or the runner's AWS_ENDPOINT_URL), so no
+// other host can be reached through it.
+func ValidKMSARN(arn string) bool { return kmsArnRE().MatchString(arn) }
+
+// The fields of SOPS v3's stores.Metadata, keygroup and key structs, which
+// SOPS decodes with yaml.v3 by exact name; metaKinds says what node each
+// must be. A field not listed is refused: SOPS would ignore it, so it can
+// only be a mistake or an attempt to make this check read the file
+// differently from SOPS (a "Role:" spelled in another case, say).
+type fieldKind int
+
+const (
+	fString fieldKind = iota
+	fInt
+	fBool
+	fList
+	fMapping
+)
+
+var metaKinds = map[string]fieldKind{
+	"shamir_threshold": fInt, "key_groups": fList, "kms": fList, "gcp_kms": fList,
+	"azure_kv": fList, "hc_vault": fList, "age": fList, "lastmodified": fString,
+	"mac": fString, "pgp": fList, "unencrypted_suffix": fString, "encrypted_suffix": fString,
+	"unencrypted_regex": fString, "encrypted_regex": fString,
+	"unencrypted_comment_regex": fString, "encrypted_comment_regex": fString,
+	"mac_only_encrypted": fBool, "version": fString,
 }
+
+// groupKinds: a key group holds recipient lists only.
+var groupKinds = map[string]fieldKind{
+	"pgp": fList, "kms": fList, "gcp_kms": fList, "azure_kv": fList, "hc_vault": fList, "age": fList,
+}
+
+var (
+	ageKinds = map[string]fieldKind{"recipient": fString, "enc": fString}
+	kmsKinds = map[string]fieldKind{
+		"arn": fString, "role": fString, "context": fMapping, "created_at": fString,
+		"enc": fString, "aws_profile": fString,
+	}
+)
+
+// cryptRules are the metadata fields that choose which values SOPS leaves
+// unencrypted; only unencrypted_suffix, SOPS's default, is accepted.
+var cryptRules = []string{"unencrypted_suffix", "encrypted_suffix", "unencrypted_regex", "encrypted_regex", "unencrypted_comment_regex", "encrypted_comment_regex"}
+
+// refusedKinds are the recipient kinds spokeforge does not decrypt with:
+// each would send a credential of the runner (a Vault token, an Azure or
+// Google token) to an address the file names, or run gpg. Older SOPS
+// versions write them as empty lists, which are accepted.
+var refusedKinds = []string{"gcp_kms", "azure_kv", "hc_vault", "pgp"}
 
 type parser struct {
 	file string
 	errs record.Errors
 	out  *File
+	// suffix is the unencrypted suffix SOPS applies to this file.
+	suffix string
 }
 
 func (p *parser) fail(line int, path, format string, args ...any) {
@@ -143,38 +195,43 @@ func Parse(display string, data []byte) (*File, record.Errors) {
 		p.fail(0, "", "must be a YAML mapping of key names to encrypted values")
 		return nil, p.errs
 	}
+	// What the nodes show must be what yaml.v3 hands SOPS: no alias, anchor,
+	// merge key, explicit tag or repeated key anywhere, data included.
+	if p.strict(&root, 0); len(p.errs) > 0 {
+		return nil, p.errs
+	}
 	doc := root.Content[0]
 	p.comments(&root)
 	var meta *yaml.Node
-	seen := map[string]bool{}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if k := doc.Content[i]; k.Kind == yaml.ScalarNode && k.Tag == "!!str" && k.Value == MetadataKey {
+			meta = doc.Content[i+1]
+		}
+	}
+	if meta == nil {
+		p.fail(0, "", "is not encrypted: it has no sops metadata; encrypt it with sops --encrypt (docs/secrets.md)")
+	} else {
+		p.metadata(meta)
+	}
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		k, v := doc.Content[i], doc.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
 			p.fail(k.Line, "", "keys must be strings (line %d)", k.Line)
 			continue
 		}
-		if seen[k.Value] {
-			p.fail(k.Line, "", "duplicate key at line %d", k.Line)
-			continue
-		}
-		seen[k.Value] = true
 		if k.Value == MetadataKey {
-			meta = v
 			continue
 		}
 		if k.Value == BindingKey {
 			if v.Kind != yaml.ScalarNode || !encRE.MatchString(v.Value) {
 				p.fail(v.Line, BindingKey, "must be a single encrypted value (encrypt the file with sops --encrypt)")
+			} else if p.unencrypted(BindingKey) {
+				p.fail(k.Line, BindingKey, "ends with the file's unencrypted_suffix, so sops would not decrypt it; re-encrypt the file without that rule")
 			}
 			p.out.BindingLine = k.Line
 			continue
 		}
 		p.value(k, v)
-	}
-	if meta == nil {
-		p.fail(0, "", "is not encrypted: it has no sops metadata; encrypt it with sops --encrypt (docs/secrets.md)")
-	} else {
-		p.metadata(meta)
 	}
 	if len(p.out.Keys) == 0 && len(p.errs) == 0 {
 		p.fail(0, "", "holds no keys")
@@ -187,6 +244,13 @@ func Parse(display string, data []byte) (*File, record.Errors) {
 		return nil, p.errs
 	}
 	return p.out, nil
+}
+
+// unencrypted reports whether SOPS leaves the value of the top-level key k
+// unencrypted under the file's rule (the unencrypted suffix; the other
+// rules are refused in the metadata).
+func (p *parser) unencrypted(k string) bool {
+	return p.suffix != "" && strings.HasSuffix(k, p.suffix)
 }
 
 // value checks one secret key and its value, naming the key only when it
@@ -207,15 +271,64 @@ func (p *parser) value(k, v *yaml.Node) {
 		return
 	}
 	switch {
-	case v.Kind == yaml.AliasNode:
-		p.fail(v.Line, name, "YAML aliases are not allowed")
 	case v.Kind != yaml.ScalarNode:
 		p.fail(v.Line, name, "must be a single encrypted value, not a list or mapping (a secret's keys are flat)")
 	case !encRE.MatchString(v.Value):
 		p.fail(v.Line, name, "is not encrypted (value not repeated): encrypt the file with sops --encrypt, never commit a plaintext value, and rotate the secret if it was pushed")
+	case p.unencrypted(name):
+		// SOPS would hand this value back as it is written, not decrypted.
+		p.fail(k.Line, name, "ends with the file's unencrypted_suffix, so sops leaves its value unencrypted: rename the key")
 	default:
 		p.out.Keys = append(p.out.Keys, name)
 		p.out.Lines[name] = k.Line
+	}
+}
+
+// maxStrictFindings bounds the findings strict adds, so a hostile file of
+// thousands of aliases does not make a report of thousands of lines.
+const maxStrictFindings = 10
+
+// strict refuses, anywhere in the document, the YAML features through which
+// yaml.v3 decodes into SOPS's structs something other than the nodes this
+// package reads: an alias or a merge key (<<) brings in a mapping or a
+// list from elsewhere, an anchor is only there for them, an explicit tag
+// changes how a value is decoded (!!null on a list still yields the list;
+// !!binary decodes base64), and a repeated key is either an error or a
+// second value. SOPS itself writes none of them.
+func (p *parser) strict(n *yaml.Node, depth int) {
+	if len(p.errs) >= maxStrictFindings {
+		return
+	}
+	const why = "sops never writes them, and the SOPS library would read through them what this check cannot see"
+	switch {
+	case n.Kind == yaml.AliasNode:
+		p.fail(n.Line, "", "YAML aliases are not allowed in a secret file (line %d): %s", n.Line, why)
+		return
+	case n.Anchor != "":
+		p.fail(n.Line, "", "YAML anchors are not allowed in a secret file (line %d): %s", n.Line, why)
+	case n.Style&yaml.TaggedStyle != 0:
+		p.fail(n.Line, "", "explicit YAML tags are not allowed in a secret file (line %d): %s", n.Line, why)
+	}
+	if n.Kind == yaml.MappingNode {
+		type key struct {
+			kind  yaml.Kind
+			value string
+		}
+		seen := map[key]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yaml.ScalarNode && k.Value == "<<" && k.Tag == "!!merge" {
+				p.fail(k.Line, "", "YAML merge keys (<<) are not allowed in a secret file (line %d): %s", k.Line, why)
+			}
+			if kk := (key{k.Kind, k.Value}); seen[kk] {
+				p.fail(k.Line, "", "duplicate key at line %d", k.Line)
+			} else {
+				seen[kk] = true
+			}
+		}
+	}
+	for _, c := range n.Content {
+		p.strict(c, depth+1)
 	}
 }
 
@@ -236,59 +349,145 @@ func (p *parser) comments(n *yaml.Node) {
 	}
 }
 
+// fields reads mapping m (at path) as yaml.v3 would decode it into a SOPS
+// struct whose fields are kinds: every key a plain string naming a field,
+// every value of the field's kind. It returns the values by field name and
+// false if any finding was added. Unknown field names are refused and are
+// named only when they are short printable text; a name that differs from
+// a field only in case is refused as such (yaml.v3 matches field names
+// exactly, so SOPS would ignore it).
+func (p *parser) fields(path string, m *yaml.Node, kinds map[string]fieldKind) (map[string]*yaml.Node, bool) {
+	if m.Kind != yaml.MappingNode {
+		p.fail(m.Line, path, "must be a mapping")
+		return nil, false
+	}
+	ok := true
+	out := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		kind, known := kinds[k.Value]
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!str" || !known {
+			ok = false
+			name := fmt.Sprintf("at line %d", k.Line)
+			if _, _, bad := record.ControlChar(k.Value); !bad && len(k.Value) <= 64 && k.Kind == yaml.ScalarNode {
+				name = strconv.Quote(k.Value)
+			}
+			for f := range kinds {
+				if strings.EqualFold(f, k.Value) && f != k.Value {
+					p.fail(k.Line, path, "field %s is %q in another case: SOPS matches field names exactly and would ignore it; write it as sops does", name, f)
+					name = ""
+					break
+				}
+			}
+			if name != "" {
+				p.fail(k.Line, path, "unknown SOPS metadata field %s (a SOPS version newer than this spokeforge knows, or an edited file)", name)
+			}
+			continue
+		}
+		fp := path + "." + k.Value
+		if !p.kind(fp, v, kind) {
+			ok = false
+			continue
+		}
+		out[k.Value] = v
+	}
+	return out, ok
+}
+
+// kind checks that v is what yaml.v3 decodes into a field of kind without
+// error: a null is the zero value of any kind.
+func (p *parser) kind(path string, v *yaml.Node, kind fieldKind) bool {
+	if isNull(v) {
+		return true
+	}
+	var good bool
+	switch kind {
+	case fString:
+		good = v.Kind == yaml.ScalarNode
+	case fInt:
+		good = v.Kind == yaml.ScalarNode && v.Tag == "!!int"
+	case fBool:
+		good = v.Kind == yaml.ScalarNode && v.Tag == "!!bool"
+	case fList:
+		good = v.Kind == yaml.SequenceNode
+	case fMapping:
+		good = v.Kind == yaml.MappingNode
+	}
+	if !good {
+		p.fail(v.Line, path, "must be %s", map[fieldKind]string{fString: "a string", fInt: "an integer", fBool: "true or false", fList: "a list", fMapping: "a mapping"}[kind])
+	}
+	return good
+}
+
+// isNull: a plain null scalar ("", ~, null), which yaml.v3 decodes into
+// the zero value (explicit tags are refused before).
+func isNull(v *yaml.Node) bool { return v.Kind == yaml.ScalarNode && v.Tag == "!!null" }
+
+// str is the string yaml.v3 decodes a scalar into ("" for a null).
+func str(v *yaml.Node) string {
+	if v == nil || isNull(v) {
+		return ""
+	}
+	return v.Value
+}
+
 func (p *parser) metadata(m *yaml.Node) {
 	const path = MetadataKey
 	if m.Kind != yaml.MappingNode {
 		p.fail(m.Line, path, "must be a mapping (the SOPS metadata)")
 		return
 	}
-	has := map[string]bool{}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		k, v := m.Content[i], m.Content[i+1]
-		f := k.Value
-		if !metadataFields[f] {
-			if _, _, bad := record.ControlChar(f); bad || len(f) > 64 {
-				f = fmt.Sprintf("at line %d", k.Line)
-			}
-			p.fail(k.Line, path, "unknown SOPS metadata field %s (a SOPS version newer than this spokeforge knows, or an edited file)", f)
-			continue
-		}
-		has[f] = true
-		switch f {
-		case "age", "kms":
-			p.recipients(f, path+"."+f, v)
-		case "key_groups":
-			if v.Kind != yaml.SequenceNode {
-				p.fail(v.Line, path+".key_groups", "must be a list")
-				continue
-			}
-			for gi, g := range v.Content {
-				gp := fmt.Sprintf("%s.key_groups[%d]", path, gi)
-				if g.Kind != yaml.MappingNode {
-					p.fail(g.Line, gp, "must be a mapping of recipients")
-					continue
-				}
-				for j := 0; j+1 < len(g.Content); j += 2 {
-					gk, gv := g.Content[j], g.Content[j+1]
-					switch gk.Value {
-					case "age", "kms":
-						p.recipients(gk.Value, gp+"."+gk.Value, gv)
-					default:
-						p.emptyOnly(gp, gk, gv)
-					}
-				}
-			}
-		case "gcp_kms", "azure_kv", "hc_vault", "pgp":
-			p.emptyOnly(path, k, v)
-		case "mac":
-			if v.Kind != yaml.ScalarNode || !encRE.MatchString(v.Value) {
-				p.fail(v.Line, path+".mac", "is not an encrypted MAC; the file was not written by sops")
-			}
+	f, _ := p.fields(path, m, metaKinds)
+	for _, req := range []string{"mac", "lastmodified"} {
+		if f[req] == nil {
+			p.fail(m.Line, path, "lacks %s; the file was not written by sops", req)
 		}
 	}
-	for _, req := range []string{"mac", "lastmodified"} {
-		if !has[req] {
-			p.fail(m.Line, path, "lacks %s; the file was not written by sops", req)
+	if v := f["mac"]; v != nil && !encRE.MatchString(str(v)) {
+		p.fail(v.Line, path+".mac", "is not an encrypted MAC; the file was not written by sops")
+	}
+	if v := f["mac_only_encrypted"]; v != nil && !isNull(v) && !strings.EqualFold(v.Value, "false") {
+		p.fail(v.Line, path+".mac_only_encrypted", "is not supported: the MAC must cover every value (re-encrypt without mac_only_encrypted)")
+	}
+	if v := f["shamir_threshold"]; v != nil && strings.HasPrefix(v.Value, "-") {
+		p.fail(v.Line, path+".shamir_threshold", "must not be negative")
+	}
+	// Which values SOPS leaves unencrypted: ToInternal applies the default
+	// suffix when no rule is set, and only that rule is accepted.
+	p.suffix = DefaultUnencryptedSuffix
+	for _, r := range cryptRules {
+		v := f[r]
+		if str(v) == "" {
+			continue
+		}
+		if r != "unencrypted_suffix" {
+			p.fail(v.Line, path+"."+r, "is not supported: spokeforge needs every value encrypted; drop it from the creation rule in .sops.yaml and re-encrypt the file")
+			continue
+		}
+		p.suffix = str(v)
+	}
+	// SOPS reads the top-level recipient lists if any is non-empty, and
+	// key_groups only otherwise; a file with both would be checked for
+	// recipients SOPS never uses.
+	flat := false
+	for _, kind := range append([]string{"age", "kms"}, refusedKinds...) {
+		if v := f[kind]; v != nil && len(v.Content) > 0 {
+			flat = true
+		}
+	}
+	if g := f["key_groups"]; flat && g != nil && len(g.Content) > 0 {
+		p.fail(g.Line, path+".key_groups", "is not allowed beside top-level recipient lists: sops writes one or the other and reads only the lists")
+		return
+	}
+	if flat {
+		p.group(path, f)
+	} else if g := f["key_groups"]; g != nil {
+		for gi, gn := range g.Content {
+			gp := fmt.Sprintf("%s.key_groups[%d]", path, gi)
+			gf, ok := p.fields(gp, gn, groupKinds)
+			if ok && p.group(gp, gf) == 0 {
+				p.fail(gn.Line, gp, "names no age or AWS KMS recipient")
+			}
 		}
 	}
 	switch n := len(p.out.Age) + len(p.out.KMS); {
@@ -299,76 +498,78 @@ func (p *parser) metadata(m *yaml.Node) {
 	}
 }
 
-// emptyOnly accepts a recipient list of a refused kind only when empty.
-func (p *parser) emptyOnly(path string, k, v *yaml.Node) {
-	if v.Kind == yaml.SequenceNode && len(v.Content) == 0 || v.Tag == "!!null" {
-		return
+// group checks the recipient lists of one key group (or of the top level)
+// and returns how many recipients it adds.
+func (p *parser) group(path string, f map[string]*yaml.Node) int {
+	before := len(p.out.Age) + len(p.out.KMS)
+	for _, kind := range refusedKinds {
+		if v := f[kind]; v != nil && len(v.Content) > 0 {
+			p.fail(v.Line, path, "%s recipients are not supported: spokeforge decrypts with age and AWS KMS only (docs/secrets.md)", kind)
+		}
 	}
-	name := k.Value
-	if _, _, bad := record.ControlChar(name); bad || len(name) > 64 {
-		name = "a recipient kind"
+	for _, kind := range []string{"age", "kms"} {
+		if v := f[kind]; v != nil {
+			p.recipients(kind, path+"."+kind, v)
+		}
 	}
-	p.fail(k.Line, path, "%s recipients are not supported: spokeforge decrypts with age and AWS KMS only (docs/secrets.md)", name)
+	return len(p.out.Age) + len(p.out.KMS) - before
 }
 
 func (p *parser) recipients(kind, path string, v *yaml.Node) {
-	if v.Kind != yaml.SequenceNode {
-		p.fail(v.Line, path, "must be a list")
-		return
+	kinds := ageKinds
+	if kind == "kms" {
+		kinds = kmsKinds
 	}
 	for i, e := range v.Content {
 		ep := fmt.Sprintf("%s[%d]", path, i)
-		if e.Kind != yaml.MappingNode {
-			p.fail(e.Line, ep, "must be a mapping")
+		fields, ok := p.fields(ep, e, kinds)
+		if !ok {
 			continue
 		}
-		fields := map[string]*yaml.Node{}
-		for j := 0; j+1 < len(e.Content); j += 2 {
-			fields[e.Content[j].Value] = e.Content[j+1]
-		}
-		str := func(f string) string {
-			if n := fields[f]; n != nil && n.Kind == yaml.ScalarNode {
-				return n.Value
-			}
-			return ""
-		}
-		if n := fields["enc"]; n == nil || n.Kind != yaml.ScalarNode || n.Value == "" {
+		if str(fields["enc"]) == "" {
 			p.fail(e.Line, ep+".enc", "required: the encrypted data key")
 		}
 		switch kind {
 		case "age":
-			for f := range fields {
-				if f != "recipient" && f != "enc" {
-					p.fail(e.Line, ep, "unknown age recipient field at line %d", e.Line)
-				}
-			}
-			r := str("recipient")
-			if !ageRecipientRE().MatchString(r) {
+			r := str(fields["recipient"])
+			if !ValidAgeRecipient(r) {
 				p.fail(e.Line, ep+".recipient", "is not an age X25519 public key (age1...)")
 				continue
 			}
 			p.out.Age = append(p.out.Age, r)
 		case "kms":
-			for f := range fields {
-				switch f {
-				case "arn", "enc", "created_at", "context":
-				case "aws_profile", "role":
-					// A profile would pick credentials of the machine the sync runs on;
-					// a role would be assumed with the sync's credentials, in any account
-					// the file names.
-					if str(f) != "" {
-						p.fail(e.Line, ep+"."+f, "is not supported: the sync decrypts with the AWS SDK's default credential chain, which needs kms:Decrypt on the key")
-					}
-				default:
-					p.fail(e.Line, ep, "unknown KMS recipient field at line %d", e.Line)
+			bad := false
+			for _, f := range []string{"aws_profile", "role"} {
+				// A profile would pick credentials of the machine the sync runs on;
+				// a role would be assumed with the sync's credentials, in any account
+				// the file names.
+				if str(fields[f]) != "" {
+					bad = true
+					p.fail(e.Line, ep+"."+f, "is not supported: the sync decrypts with the AWS SDK's default credential chain, which needs kms:Decrypt on the key")
 				}
 			}
-			arn := str("arn")
-			if !kmsArnRE().MatchString(arn) {
+			if c := fields["context"]; c != nil && !isNull(c) {
+				// The encryption context is sent with the Decrypt call and chooses no
+				// endpoint or credential; it must be a flat map of strings. A null
+				// value would be a nil *string, which SOPS's key service dereferences
+				// (a panic that would stop the whole sync).
+				for j := 0; j+1 < len(c.Content); j += 2 {
+					ck, cv := c.Content[j], c.Content[j+1]
+					if ck.Kind != yaml.ScalarNode || cv.Kind != yaml.ScalarNode || isNull(ck) || isNull(cv) {
+						bad = true
+						p.fail(c.Line, ep+".context", "must map strings to strings (no null)")
+						break
+					}
+				}
+			}
+			arn := str(fields["arn"])
+			if !ValidKMSARN(arn) {
 				p.fail(e.Line, ep+".arn", "is not an AWS KMS key or alias ARN")
 				continue
 			}
-			p.out.KMS = append(p.out.KMS, arn)
+			if !bad {
+				p.out.KMS = append(p.out.KMS, arn)
+			}
 		}
 	}
 }

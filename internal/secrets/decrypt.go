@@ -8,28 +8,36 @@ import (
 
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
-	"github.com/getsops/sops/v3/config"
-	"github.com/getsops/sops/v3/stores/yaml"
+	"github.com/getsops/sops/v3/keyservice"
 
 	"github.com/spokeforge/spokeforge/internal/secretfile"
+	"github.com/spokeforge/spokeforge/internal/secretfile/sopsmeta"
 )
 
 // Decrypt checks a secret file (secretfile.Parse: SOPS YAML, every value
-// encrypted, age or KMS recipients only) and decrypts it with the SOPS
-// library, verifying its MAC. Errors name the file and say why, never what
-// a value is: SOPS's own messages are used only where they cannot carry
-// plaintext (the data key step names recipients and key-service errors).
+// encrypted, age or KMS recipients only), decodes it with SOPS's YAML store
+// and checks the master keys SOPS decoded (sopsmeta.Load), then decrypts it
+// with the SOPS library, verifying its MAC. Errors name the file and say
+// why, never what a value is: SOPS's own messages are used only where they
+// cannot carry plaintext (the data key step names recipients and
+// key-service errors).
+//
+// Only the checked master keys are used, through the in-process key
+// service alone (no remote keyservice): an age key is opened with the
+// runner's identity, a KMS key with the AWS SDK's default credential chain
+// at the endpoint the SDK resolves for the ARN's region (or the runner's
+// AWS_ENDPOINT_URL); no field of the file names a host, a role or a
+// profile, so no credential of the runner goes where a file chose.
 func Decrypt(display string, data []byte) (map[string]string, error) {
 	f, errs := secretfile.Parse(display, data)
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	store := yaml.NewStore(&config.YAMLStoreConfig{})
-	tree, err := store.LoadEncryptedFile(data)
+	tree, err := sopsmeta.Load(display, data, f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a SOPS file SOPS can read", display)
+		return nil, err
 	}
-	key, err := tree.Metadata.GetDataKey()
+	key, err := tree.Metadata.GetDataKeyWithKeyServices([]keyservice.KeyServiceClient{keyservice.NewLocalClient()}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: no key at hand decrypts its data key (it is encrypted to %s): give the sync an age identity of one of them (SOPS_AGE_KEY_FILE or SOPS_AGE_KEY) or AWS credentials allowed kms:Decrypt",
 			display, recipients(f))
