@@ -183,41 +183,91 @@ func renderDir(dir, displayDir, mode string, getenv Env) ([]byte, error) {
 }
 
 func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) {
-	var err error
-	var objs []render.Object
-	var overlay render.Overlay
-	var entry validate.ClusterEntry
 	switch mode {
 	case ModeSpoke, ModeHub:
 		e, errs := repo.LoadCluster(dir, displayDir)
 		if len(errs) > 0 {
 			return nil, errs
 		}
-		entry = e
-		if mode == ModeSpoke {
-			objs, err = render.Spoke(e, opts)
-			overlay = render.Overlay{Dir: dir, Display: displayDir, InCluster: e.Cluster.Spec.Connection.InCluster}
-		} else {
-			if opts.SourcePath == "" {
-				opts.SourcePath = e.Names.ArgoCD.ComponentsPath
-			}
-			objs, err = render.Hub(e, opts)
-			if err == nil {
-				err = render.CheckHubOutput(e.File, e.Cluster.Spec.Org, objs, opts.ArgoNamespace)
-			}
-		}
+		return renderCluster(e, dir, displayDir, mode, opts)
 	case ModeProjects:
 		r, errs := repo.Load(dir)
 		if len(errs) > 0 {
 			return nil, errs
 		}
-		objs, err = render.Projects(r.Clusters, r.Orgs, opts)
-	default:
-		return nil, fmt.Errorf("mode %q: want spoke, hub or projects", mode)
+		objs, err := render.Projects(r.Clusters, r.Orgs, opts)
+		if err != nil {
+			return nil, err
+		}
+		return write(objs, displayDir, mode)
 	}
+	return nil, fmt.Errorf("mode %q: want spoke, hub or projects", mode)
+}
+
+// renderCluster renders a loaded record in spoke or hub mode. Whatever
+// lands on the management cluster passes the hub policy here, whether or
+// not validation let a record through that should not have reached the
+// hub (validate.LandsOnHub): the policy does not trust the record checks.
+func renderCluster(e validate.ClusterEntry, dir, displayDir, mode string, opts render.Options) ([]byte, error) {
+	onHub := validate.LandsOnHub(e.Cluster)
+	if mode == ModeHub {
+		if opts.SourcePath == "" {
+			opts.SourcePath = e.Names.ArgoCD.ComponentsPath
+		}
+		objs, err := render.Hub(e, opts)
+		if err == nil {
+			err = render.CheckHubOutput(e.File, e.Cluster.Spec.Org, objs, opts.ArgoNamespace)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return write(objs, displayDir, mode)
+	}
+	objs, err := render.Spoke(e, opts)
 	if err != nil {
 		return nil, err
 	}
+	out, err := write(objs, displayDir, mode)
+	if err != nil {
+		return nil, err
+	}
+	// Overlays apply to the spoke only: hub and projects output is
+	// spokeforge's alone, so nothing in a cluster directory adds objects
+	// to the management cluster's argocd namespace.
+	overlay := render.Overlay{Dir: dir, Display: displayDir, InCluster: onHub}
+	if overlay.File, err = render.FindOverlay(dir); err != nil {
+		return nil, err
+	}
+	if overlay.File != "" {
+		out, err = overlay.Apply(objs, out)
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(out)) == 0 {
+			return nil, fmt.Errorf("%s/%s produced no objects: refusing to print an empty stream", displayDir, overlay.File)
+		}
+		out = append(out, '\n')
+	}
+	if onHub {
+		// Everything such a record deploys lands on the management
+		// cluster: the hub policy holds for the result, overlay or not.
+		file, cause := e.File, "the record"
+		if overlay.File != "" {
+			file, cause = path.Join(displayDir, overlay.File), "the overlay"
+		}
+		applied, err := render.DecodeStream(out)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", file, err)
+		}
+		if err := render.CheckSpokeOnHub(file, cause, objs, applied, opts.ArgoNamespace); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// write prints objs in their stable order; never an empty stream.
+func write(objs []render.Object, displayDir, mode string) ([]byte, error) {
 	if len(objs) == 0 {
 		return nil, fmt.Errorf("rendered no objects for %s in mode %s: refusing to print an empty stream, which would let Argo CD prune everything", displayDir, mode)
 	}
@@ -226,41 +276,7 @@ func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) 
 	if err := render.Write(&buf, objs); err != nil {
 		return nil, err
 	}
-	out := buf.Bytes()
-	if mode == ModeSpoke {
-		// Overlays apply to the spoke only: hub and projects output is
-		// spokeforge's alone, so nothing in a cluster directory adds objects
-		// to the management cluster's argocd namespace.
-		if overlay.File, err = render.FindOverlay(dir); err != nil {
-			return nil, err
-		}
-		if overlay.File != "" {
-			out, err = overlay.Apply(objs, out)
-			if err != nil {
-				return nil, err
-			}
-			if len(bytes.TrimSpace(out)) == 0 {
-				return nil, fmt.Errorf("%s/%s produced no objects: refusing to print an empty stream", displayDir, overlay.File)
-			}
-			out = append(out, '\n')
-		}
-		if overlay.InCluster {
-			// Everything an inCluster record deploys lands on the management
-			// cluster: the hub policy holds for the result, overlay or not.
-			file, cause := entry.File, "the record"
-			if overlay.File != "" {
-				file, cause = path.Join(displayDir, overlay.File), "the overlay"
-			}
-			applied, err := render.DecodeStream(out)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", file, err)
-			}
-			if err := render.CheckSpokeOnHub(file, cause, objs, applied, opts.ArgoNamespace); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return out, nil
+	return buf.Bytes(), nil
 }
 
 func firstNonEmpty(vs ...string) string {

@@ -139,3 +139,13 @@ func (c *checker) hubNamespaces(s v1alpha1.ClusterSpec) {
 		check(fmt.Sprintf("spec.workloads[%d].namespace", i), x.Namespace)
 	}
 }
+
+// LandsOnHub reports whether what c deploys reaches the management cluster:
+// an inCluster record, or one whose name or server Argo CD resolves to the
+// hub. Validation refuses the latter two; render applies the hub policy to
+// all three, so that policy holds even where a record check is missed.
+func LandsOnHub(c *v1alpha1.Cluster) bool {
+	conn := c.Spec.Connection
+	return conn.InCluster || ReservedClusterName(c.Metadata.Name) != "" ||
+		(conn.Server != "" && HubServerProblem(conn.Server) != "")
+}
