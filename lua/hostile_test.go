@@ -230,6 +230,12 @@ func TestHostileObjects(t *testing.T) {
 			for _, c := range cases {
 				u := &unstructured.Unstructured{Object: c.obj}
 				hs, err := evaluate(t, vm, u)
+				// On a loaded machine Argo CD's conversion of the object alone can
+				// outlast its one-second deadline (docs/benchmarks.md): that says
+				// nothing about the script, so the evaluation is tried again.
+				for try := 0; try < 3 && err != nil && strings.Contains(err.Error(), "context deadline exceeded"); try++ {
+					hs, err = evaluate(t, vm, u)
+				}
 				if err != nil {
 					t.Errorf("%s %s, %s: %v", form.name, s.Dir, c.name, err)
 					continue
