@@ -295,3 +295,163 @@ console.log(JSON.stringify(out));
 		}
 	}
 }
+
+// TestUIExtensionHostileStatus renders the Contracts tab with names of JavaScript prototype
+// properties in every status field: as condition types, statuses, reasons, messages, boundary
+// names, evidence keys and values, field names of the objects themselves (JSON.parse makes a
+// "__proto__" key an own property, as it does in the browser), with strings and objects where
+// numbers go and lists where objects go. The stand-in React throws where React would (a plain
+// object as a child, a non-string style value, two siblings with one key), and the tab must
+// render without throwing: the boundary ladder, or a clear "cannot read" line, and nothing
+// read from a prototype (a function's source, "[object Object]").
+func TestUIExtensionHostileStatus(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed (Debian package nodejs)")
+	}
+	const harness = `
+let tab;
+const isElement = (n) => n !== null && typeof n === 'object' && n.$$typeof === 'element';
+const check = (children) => {
+  const keys = new Set();
+  for (const c of children) {
+    if (Array.isArray(c)) {
+      for (const k of c) {
+        if (!isElement(k)) { check([k]); continue; }
+        if (k.key == null) throw new Error('a child in a list without a key');
+        if (keys.has(k.key)) throw new Error('two children with the key ' + JSON.stringify(k.key));
+        keys.add(k.key);
+      }
+      continue;
+    }
+    if (c !== null && typeof c === 'object' && !isElement(c)) throw new Error('Objects are not valid as a React child: ' + Object.keys(c));
+    if (typeof c === 'function' || typeof c === 'symbol') throw new Error('a ' + typeof c + ' as a React child');
+  }
+};
+global.window = {
+  React: {createElement: (type, props, ...children) => {
+    check(children);
+    const p = props || {};
+    for (const [k, v] of Object.entries(p.style || {})) if (v !== undefined && typeof v !== 'string' && typeof v !== 'number') throw new Error('style ' + k + ' is a ' + typeof v);
+    for (const k of ['className', 'title', 'data-boundary', 'data-state', 'data-result', 'data-source']) if (k in p && typeof p[k] !== 'string') throw new Error(k + ' is a ' + typeof p[k]);
+    const key = p.key == null ? null : String(p.key);
+    if (typeof type !== 'function') return {$$typeof: 'element', type, key, props: p, children};
+    const el = type({...p, children}); // a component, rendered at once: its element keeps the key
+    return isElement(el) && key !== null ? {...el, key} : el;
+  }},
+  extensionsAPI: {registerResourceExtension: (c) => { tab = c; }},
+};
+require(process.argv[2]);
+const text = (n) => n == null || n === false ? '' : typeof n !== 'object' ? String(n) : Array.isArray(n) ? n.map(text).join('') : text(n.children);
+const out = {};
+for (const [name, resource] of Object.entries(JSON.parse(process.argv[3]))) {
+  try { out[name] = text(tab({resource})); } catch (e) { out[name] = 'THREW: ' + e.message; }
+}
+console.log(JSON.stringify(out));
+`
+	words := []string{"constructor", "__proto__", "toString", "valueOf", "hasOwnProperty", "prototype", "__defineGetter__",
+		"__lookupGetter__", "isPrototypeOf", "propertyIsEnumerable", "toLocaleString", "length", "then", "Ready", "holds"}
+	cases := map[string]any{}
+	for _, w := range words {
+		// An object with w as its only key, and one with w beside real fields.
+		named := func(v any) map[string]any { return map[string]any{w: v} }
+		evidence := []any{
+			map[string]any{"check": w, "result": w, "detail": w, w: w},
+			map[string]any{"check": "c", "result": "Passed", "detail": named("x")},
+			named(map[string]any{"check": "x"}), w, nil, []any{w},
+		}
+		cond := func(typ string) map[string]any {
+			return map[string]any{"type": typ, "status": w, "severity": w, "reason": w, "message": w, "lastTransitionTime": w, w: named(w)}
+		}
+		allFields := map[string]any{
+			"metadata": map[string]any{"name": w, "generation": named(1), w: w},
+			"spec":     map[string]any{"boundaries": []any{w, "Identity", w, named(w)}, "stabilization": w, w: w},
+			"status": map[string]any{
+				"checkedAt": w, "firstFailedBoundary": w, "observedGeneration": w, w: named(w),
+				"connected": map[string]any{"kubernetesVersion": w, "nodeCount": w, "checkedAt": w, w: w},
+				"conditions": []any{cond(w), cond("Identity"), cond("Ready"), map[string]any{"type": w, "status": "False"},
+					map[string]any{w: map[string]any{"type": "Ready", "status": "True", "message": "from a key"}}, named("True"), w},
+				"boundaries": []any{
+					map[string]any{"name": w, "evidence": evidence, "evidenceOmitted": w, "nextRetryTime": w, w: w},
+					map[string]any{"name": "Identity", "evidence": evidence, "evidenceOmitted": named(1), "nextRetryTime": named(w)},
+					named(map[string]any{"name": "Identity"}),
+				},
+			},
+		}
+		cases[w+": in every field"] = allFields
+		// A boundary named w that fails and is the first to, with the condition of its type.
+		cases[w+": failed boundary"] = map[string]any{
+			"metadata": map[string]any{"name": "gpu-east-1", "generation": "3"},
+			"spec":     map[string]any{"boundaries": []any{"Identity", w}},
+			"status": map[string]any{"firstFailedBoundary": w, "observedGeneration": "2", "checkedAt": "2026-12-01T10:00:00Z",
+				"conditions": []any{
+					map[string]any{"type": "Identity", "status": "True", "reason": w},
+					map[string]any{"type": w, "status": "False", "reason": w, "message": w + " failed: cert-manager retries at 2026-12-01T11:00:00Z"},
+					map[string]any{"type": "Ready", "status": "False", "message": w},
+				},
+				"boundaries": []any{map[string]any{"name": w, "evidence": []any{map[string]any{"check": w, "result": w, "detail": w}}, "evidenceOmitted": "2"}},
+			}}
+		// Lists where objects go and objects where lists go, keyed by w.
+		cases[w+": conditions a map"] = map[string]any{"status": map[string]any{"conditions": named(map[string]any{"type": "Ready", "status": "True"}),
+			"boundaries": named([]any{w}), "connected": []any{w}, "firstFailedBoundary": []any{w}}}
+		cases[w+": status a list"] = map[string]any{"metadata": []any{w}, "spec": []any{w}, "status": []any{named(w), w}}
+		cases[w+": status a string"] = map[string]any{"metadata": w, "spec": w, "status": w}
+		cases[w+": resource keyed by w"] = named(map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}})
+	}
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "harness.js")
+	if err := os.WriteFile(script, []byte(harness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ext, err := filepath.Abs("ui-extension/extension-spokeforge.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command(node, script, ext, string(in)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, b)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if len(got) != len(cases) {
+		t.Fatalf("rendered %d cases, want %d", len(got), len(cases))
+	}
+	for name, tab := range got {
+		if strings.HasPrefix(tab, "THREW: ") {
+			t.Errorf("%s: %s", name, tab)
+			continue
+		}
+		if !strings.Contains(tab, "BoundaryStateReasonEvidenceSince") && !strings.Contains(tab, "Cannot read") {
+			t.Errorf("%s: neither the ladder nor a cannot-read line:\n%s", name, tab)
+		}
+		for _, bad := range []string{"[native code]", "[object ", "function ", "undefined", "NaN", "from a key"} {
+			if strings.Contains(tab, bad) {
+				t.Errorf("%s: the tab shows %q, read from a prototype or a wrong type:\n%s", name, bad, tab)
+			}
+		}
+	}
+	for _, w := range words {
+		// The boundary named w is a row of its own, failed, with its evidence and reason.
+		if tab := got[w+": failed boundary"]; !strings.Contains(tab, "First failed boundary: "+w+" ("+w+")") ||
+			!strings.Contains(tab, w+"Failed"+w+w+": "+w+"and 2 more") || !strings.Contains(tab, "Next automatic retry: ") ||
+			!strings.Contains(tab, "Checked against generation 2 of the spec; the current one is 3.") {
+			t.Errorf("%s: failed boundary not shown as itself:\n%s", w, tab)
+		}
+		if tab := got[w+": in every field"]; !strings.Contains(tab, "Onboarding "+w) || !strings.Contains(tab, "IdentityNot checked") {
+			t.Errorf("%s: in every field:\n%s", w, tab)
+		}
+		for _, c := range []string{w + ": status a list", w + ": status a string"} {
+			if !strings.Contains(got[c], "Cannot read this status: status is not an object.") {
+				t.Errorf("%s: no cannot-read line:\n%s", c, got[c])
+			}
+		}
+		if !strings.Contains(got[w+": conditions a map"], "Cannot read this status: status.conditions is not a list.") {
+			t.Errorf("%s: conditions a map: no cannot-read line:\n%s", w, got[w+": conditions a map"])
+		}
+	}
+}

@@ -10,6 +10,11 @@
 -- test ./lua -bench Health), and each helper is its own string, so a script
 -- carries and compiles only the ones it uses.
 
+-- sfMaxConditions bounds how many conditions a check reads (sfConditions):
+-- an object as large as the API server stores can hold tens of thousands,
+-- and Argo CD stops an evaluation after a second.
+local sfMaxConditions = 256
+
 -- sfBytesLib caches sfBytes's result for the rest of the evaluation.
 local sfBytesLib = nil
 
@@ -246,28 +251,27 @@ return { parseTime, formatTime }
 end
 
 -- sfMapConditions returns the conditions given as a map of type -> condition
--- as an array, each with its type.
+-- as an array, each with its type, or {} and true when the map has more than
+-- sfMaxConditions entries. A condition without a type is copied with only the
+-- fields the checks read.
 local function sfMapConditions(conds)
   return loadstring([==[
-local conds = ...
-local function mapConditions(conds)
-  local out = {}
-  for k, c in pairs(conds) do
-    if type(c) == "table" then
-      if c.type == nil and type(k) == "string" then
-        local copy = { type = k }
-        for ck, cv in pairs(c) do
-          copy[ck] = cv
-        end
-        c = copy
-      end
-      out[#out + 1] = c
-    end
+local conds, max = ...
+local out, n = {}, 0
+for k, c in pairs(conds) do
+  n = n + 1
+  if n > max then
+    return {}, true
   end
-  return out
+  if type(c) == "table" then
+    if c.type == nil and type(k) == "string" then
+      c = { type = k, status = c.status, reason = c.reason, message = c.message, severity = c.severity }
+    end
+    out[#out + 1] = c
+  end
 end
-return mapConditions(conds)
-]==])(conds)
+return out
+]==])(conds, sfMaxConditions)
 end
 
 -- sfText converts a status field into a message string, truncating anything
@@ -332,10 +336,14 @@ end
 
 -- sfConditions returns the condition tables of obj.status.conditions as an
 -- array, accepting a list or a map of type -> condition; anything else gives {}.
+-- More than sfMaxConditions conditions give {} and true, read no further.
 local function sfConditions(status)
   local conds = type(status) == "table" and status.conditions
   if type(conds) ~= "table" then
     return {}
+  end
+  if conds[sfMaxConditions + 1] ~= nil then
+    return {}, true
   end
   local out = {}
   for _, c in ipairs(conds) do
@@ -347,5 +355,12 @@ local function sfConditions(status)
     return sfMapConditions(conds)
   end
   return out
+end
+
+-- sfTooMany is the health of an object with more than sfMaxConditions
+-- conditions, which no controller writes: Degraded, without reading them.
+local function sfTooMany()
+  return { status = "Degraded", message = "status.conditions has more than " .. sfMaxConditions ..
+      " entries; a controller writes a handful, and spokeforge's health check reads no further" }
 end
 -- END sfcore

@@ -7,6 +7,12 @@
 // extension*.js under /tmp/extensions/ (manifests/ui-extension mounts this file there).
 // Every field is optional: an Onboarding the agent never wrote shows "not checked yet", and one
 // written by an agent without status.boundaries shows each condition's message as its evidence.
+//
+// The status is data from a spoke, to be read and never trusted: a field is read only when it is
+// the object's own (get), so a condition type, boundary name or result such as "constructor" or
+// "__proto__" names nothing but itself; lookups by such a value go through a Map or an own-property
+// check; every value is type-checked before use; and anything the tab still cannot read shows a
+// "cannot read" line instead of blanking it.
 ((window) => {
   const React = window.React;
   const api = window.extensionsAPI;
@@ -17,25 +23,41 @@
 
   const BOUNDARIES = ['Identity', 'Secrets', 'Certificates', 'Registry', 'Queues', 'Storage', 'Workload'];
   // Argo CD's health colours and icons (ui/src/app/shared/components/colors.ts, HealthStatusIcon).
-  const STATES = {
+  // Tables looked up by a value from the status have no prototype and are read through own().
+  const table = (entries) => Object.freeze(Object.assign(Object.create(null), entries));
+  const has = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+  const own = (t, k, fallback) => (typeof k === 'string' && has(t, k) ? t[k] : fallback);
+  const STATES = table({
     holds: {label: 'Holds', color: '#18BE94', icon: 'fa-heart'},
     failed: {label: 'Failed', color: '#E96D76', icon: 'fa-heart-broken'},
     pending: {label: 'Pending', color: '#0DADEA', icon: 'fa-circle-notch'},
     unknown: {label: 'Not checked', color: '#CCD6DD', icon: 'fa-question-circle'},
     unchecked: {label: 'Not checked yet', color: '#CCD6DD', icon: 'fa-question-circle'},
-  };
+  });
+  const stateStyle = (state) => own(STATES, state, STATES.unknown);
 
-  const str = (v) => (typeof v === 'string' ? v : typeof v === 'number' ? String(v) : '');
-  const obj = (v) => (v && typeof v === 'object' && !Array.isArray(v) ? v : {});
+  const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  // get reads a field of the status only when it is the object's own.
+  const get = (o, k) => (isObj(o) && has(o, k) ? o[k] : undefined);
+  const str = (v) => (typeof v === 'string' ? v : typeof v === 'number' && isFinite(v) ? String(v) : '');
   const arr = (v) => (Array.isArray(v) ? v : []);
+  // A count or generation: a non-negative safe integer, or its decimal string; anything else 0.
+  const count = (v) => {
+    const n = typeof v === 'number' ? v : typeof v === 'string' && /^[0-9]{1,16}$/.test(v) ? Number(v) : NaN;
+    return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+  };
+  // Messages are shown up to 8 KiB, evidence up to 50 items: a spoke cannot make the tab unusable.
+  const MAX_TEXT = 8192;
+  const MAX_EVIDENCE = 50;
+  const clip = (s) => (s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) + '… (' + s.length + ' characters)' : s);
 
   // Condition status and severity (healthchecks/status.go): True holds; False with severity
   // Warning is pending (being retried); other False failed; Unknown was not checked.
   const stateOf = (c) => {
     if (!c) return 'unchecked';
-    const status = str(c.status);
+    const status = str(get(c, 'status'));
     if (status === 'True') return 'holds';
-    if (status === 'False') return str(c.severity) === 'Warning' ? 'pending' : 'failed';
+    if (status === 'False') return str(get(c, 'severity')) === 'Warning' ? 'pending' : 'failed';
     return 'unknown';
   };
 
@@ -58,100 +80,119 @@
   // (healthchecks/kube.go). The source is kept so a test can tell which was read.
   const RFC3339 = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(?:\\.\\d+)?(?:Z|[+-]\\d\\d:\\d\\d)';
   const nextRetry = (bs, message) => {
-    const at = obj(bs).nextRetryTime;
+    const at = get(bs, 'nextRetryTime');
     // Only a date-time string: Date.parse would read a number as a year.
     if (typeof at === 'string' && new RegExp('^' + RFC3339 + '$').test(at) && parseTime(at)) return {at, source: 'status'};
     const m = new RegExp('retries at (' + RFC3339 + ')').exec(message);
     return m ? {at: m[1], source: 'message'} : null;
   };
   // status.boundaries[].evidence (healthchecks/status.go): the items naming a check; [] when absent.
-  const evidenceOf = (bs) => arr(obj(bs).evidence).map(obj).filter((e) => str(e.check));
-  const RESULTS = {Passed: 'holds', Failed: 'failed', Pending: 'pending', NotChecked: 'unknown'};
+  const evidenceOf = (bs) => arr(get(bs, 'evidence')).filter((e) => str(get(e, 'check')));
+  const RESULTS = table({Passed: 'holds', Failed: 'failed', Pending: 'pending', NotChecked: 'unknown'});
   // Commands in the agent's messages are in backticks: shown as code, so they can be copied.
   const text = (message) =>
-    message.split('`').map((part, i) => (i % 2 ? h('code', {key: i, className: 'spokeforge-contracts__command'}, part) : part));
+    clip(message).split('`').map((part, i) => (i % 2 ? h('code', {key: i, className: 'spokeforge-contracts__command'}, part) : part));
 
   const wrap = {overflowWrap: 'anywhere', wordBreak: 'break-word', whiteSpace: 'pre-wrap'};
   const badge = (state) => {
-    const s = STATES[state];
+    const s = stateStyle(state);
     return h('span', {className: 'spokeforge-contracts__state', style: {color: s.color, fontWeight: 600, whiteSpace: 'nowrap'}},
       h('i', {className: 'fa ' + s.icon, style: {marginRight: '5px'}}), s.label);
   };
 
-  const Evidence = ({items, omitted}) =>
+  // The parts of the tab are plain functions called by Contracts, not components, so whatever one
+  // of them cannot read is caught by Contracts' own try.
+  const evidence = (items, omitted) =>
     h('ul', {className: 'spokeforge-contracts__evidence', style: {margin: 0, padding: 0, listStyle: 'none'}},
-      items.map((e, i) => {
-        const s = STATES[RESULTS[str(e.result)] || 'unknown'];
-        return h('li', {key: i, className: 'spokeforge-contracts__evidence-item', 'data-result': str(e.result), style: {marginBottom: '3px', ...wrap}},
+      items.slice(0, MAX_EVIDENCE).map((e, i) => {
+        const result = str(get(e, 'result'));
+        const s = stateStyle(own(RESULTS, result, 'unknown'));
+        const detail = str(get(e, 'detail'));
+        return h('li', {key: i, className: 'spokeforge-contracts__evidence-item', 'data-result': result, style: {marginBottom: '3px', ...wrap}},
           h('i', {className: 'fa ' + s.icon, title: s.label, style: {color: s.color, marginRight: '5px'}}),
-          h('b', null, str(e.check)), str(e.detail) ? ': ' : '', text(str(e.detail)));
+          h('b', null, clip(str(get(e, 'check')))), detail ? ': ' : '', text(detail));
       }),
       omitted > 0 ? h('li', {key: 'omitted', style: {color: '#6D7F8B'}}, 'and ' + omitted + ' more') : null);
 
-  const Retry = ({className, retry}) =>
+  const retryLine = (className, retry) =>
     h('div', {className, 'data-source': retry.source, style: {marginTop: '5px'}}, 'Next automatic retry: ', when(retry.at));
 
-  const FirstFailed = ({boundary, cond, bs, ready}) => {
+  const firstFailedBox = (boundary, cond, bs, ready) => {
     const state = stateOf(cond);
-    const s = STATES[state];
-    const message = str(obj(cond).message);
+    const s = stateStyle(state);
+    const message = str(get(cond, 'message'));
+    const reason = str(get(cond, 'reason'));
     const retry = nextRetry(bs, message);
     return h('div', {className: 'spokeforge-contracts__first-failed', 'data-boundary': boundary,
       style: {borderLeft: '6px solid ' + s.color, background: '#fff', padding: '10px 15px', margin: '0 0 15px', boxShadow: '1px 1px 3px rgba(0,0,0,.1)'}},
-      h('div', {style: {fontSize: '15px', marginBottom: '5px'}}, badge(state), ' First failed boundary: ', h('b', null, boundary),
-        str(obj(cond).reason) ? ' (' + str(obj(cond).reason) + ')' : ''),
+      h('div', {style: {fontSize: '15px', marginBottom: '5px'}}, badge(state), ' First failed boundary: ', h('b', null, clip(boundary)),
+        reason ? ' (' + clip(reason) + ')' : ''),
       message ? h('div', {className: 'spokeforge-contracts__hint', style: wrap}, text(message)) : null,
-      retry ? h(Retry, {className: 'spokeforge-contracts__next-retry', retry}) : null,
-      ready ? h('div', {style: {marginTop: '5px', color: '#6D7F8B', ...wrap}}, ready) : null);
+      retry ? retryLine('spokeforge-contracts__next-retry', retry) : null,
+      ready ? h('div', {style: {marginTop: '5px', color: '#6D7F8B', ...wrap}}, clip(ready)) : null);
   };
 
-  const Row = ({boundary, cond, bs, first}) => {
+  const row = (boundary, cond, bs, first) => {
     const state = stateOf(cond);
-    const c = obj(cond);
-    const message = str(c.message);
+    const message = str(get(cond, 'message'));
     const items = evidenceOf(bs);
     // The first failed boundary's retry is in the box above the ladder.
     const retry = cond && !first ? nextRetry(bs, message) : null;
-    return h('tr', {className: 'spokeforge-contracts__boundary', 'data-boundary': boundary, 'data-state': state,
-      style: {borderLeft: '4px solid ' + STATES[state].color, background: first ? 'rgba(233,109,118,.08)' : undefined, verticalAlign: 'top'}},
-      h('td', {style: {padding: '8px', fontWeight: 600}}, boundary),
+    const omitted = count(get(bs, 'evidenceOmitted')) + Math.max(items.length - MAX_EVIDENCE, 0);
+    return h('tr', {key: boundary, className: 'spokeforge-contracts__boundary', 'data-boundary': boundary, 'data-state': state,
+      style: {borderLeft: '4px solid ' + stateStyle(state).color, background: first ? 'rgba(233,109,118,.08)' : undefined, verticalAlign: 'top'}},
+      h('td', {style: {padding: '8px', fontWeight: 600, ...wrap}}, clip(boundary)),
       h('td', {style: {padding: '8px'}}, badge(state)),
-      h('td', {style: {padding: '8px', ...wrap}}, str(c.reason)),
+      h('td', {style: {padding: '8px', ...wrap}}, clip(str(get(cond, 'reason')))),
       h('td', {style: {padding: '8px', ...wrap}},
-        !cond ? 'not checked yet' : items.length ? h(Evidence, {items, omitted: Number(obj(bs).evidenceOmitted) || 0}) : text(message),
-        retry ? h(Retry, {className: 'spokeforge-contracts__row-retry', retry}) : null),
-      h('td', {style: {padding: '8px', fontSize: '12px'}}, when(c.lastTransitionTime)));
+        !cond ? 'not checked yet' : items.length ? evidence(items, omitted) : text(message),
+        retry ? retryLine('spokeforge-contracts__row-retry', retry) : null),
+      h('td', {style: {padding: '8px', fontSize: '12px'}}, when(get(cond, 'lastTransitionTime'))));
   };
 
-  const Contracts = (props) => {
-    const res = obj(props && props.resource);
-    const meta = obj(res.metadata);
-    const spec = obj(res.spec);
-    const status = obj(res.status);
-    const conds = {};
-    arr(status.conditions).forEach((c) => {
-      if (str(obj(c).type)) conds[str(c.type)] = c;
+  // Conditions by type and boundaries by name, the first of each: Maps, so any name is only a key.
+  const byName = (items, field) => {
+    const m = new Map();
+    items.forEach((item) => {
+      const name = str(get(item, field));
+      if (name && !m.has(name)) m.set(name, item);
     });
-    const boundaries = {};
-    arr(status.boundaries).forEach((b) => {
-      if (str(obj(b).name)) boundaries[str(b.name)] = b;
-    });
-    const declared = arr(spec.boundaries).filter((b) => typeof b === 'string' && b);
+    return m;
+  };
+
+  const render = (props) => {
+    const res = get(props, 'resource');
+    const meta = get(res, 'metadata');
+    const spec = get(res, 'spec');
+    const status = get(res, 'status');
+    const conditions = get(status, 'conditions');
+    const conds = byName(arr(conditions), 'type');
+    const boundaries = byName(arr(get(status, 'boundaries')), 'name');
+    // Declared boundaries, each once (a repeated name would repeat a React key).
+    const declared = Array.from(new Set(arr(get(spec, 'boundaries')).filter((b) => typeof b === 'string' && b)));
     const order = declared.length ? declared : BOUNDARIES;
-    const checked = Object.keys(conds).length > 0 || parseTime(status.checkedAt);
-    const firstFailed = str(status.firstFailedBoundary);
-    const ready = conds.Ready;
-    const connected = obj(status.connected);
-    const generation = Number(meta.generation) || 0;
-    const observed = Number(status.observedGeneration) || 0;
+    const checked = conds.size > 0 || parseTime(get(status, 'checkedAt'));
+    const firstFailed = str(get(status, 'firstFailedBoundary'));
+    const ready = conds.get('Ready');
+    const connected = get(status, 'connected');
+    const generation = count(get(meta, 'generation'));
+    const observed = count(get(status, 'observedGeneration'));
+    const nodeCount = get(connected, 'nodeCount');
+    const version = str(get(connected, 'kubernetesVersion'));
+    // What the agent writes but the tab cannot read is said, not silently dropped.
+    const unreadable = status !== undefined && !isObj(status) ? 'status is not an object'
+      : conditions !== undefined && !Array.isArray(conditions) ? 'status.conditions is not a list' : '';
 
     return h('div', {className: 'spokeforge-contracts', style: {padding: '15px 0'}},
       h('div', {className: 'spokeforge-contracts__summary', style: {marginBottom: '10px'}},
-        h('span', {style: {fontSize: '16px', marginRight: '10px'}}, 'Onboarding ', h('b', null, str(meta.name) || '?')),
+        h('span', {style: {fontSize: '16px', marginRight: '10px'}}, 'Onboarding ', h('b', null, clip(str(get(meta, 'name'))) || '?')),
         checked
-          ? h('span', null, 'last checked ', when(status.checkedAt) || 'at an unknown time')
+          ? h('span', null, 'last checked ', when(get(status, 'checkedAt')) || 'at an unknown time')
           : h('span', {className: 'spokeforge-contracts__unchecked'}, 'Not checked yet: the spokeforge agent in the spoke has not written this status.')),
-      spec.stabilization === true
+      unreadable
+        ? h('div', {className: 'spokeforge-contracts__unreadable', style: {marginBottom: '10px', color: '#E96D76'}}, 'Cannot read this status: ' + unreadable + '.')
+        : null,
+      get(spec, 'stabilization') === true
         ? h('div', {className: 'spokeforge-contracts__stabilization', style: {marginBottom: '10px', color: '#6D7F8B'}},
           h('i', {className: 'fa fa-pause-circle', style: {marginRight: '5px'}}),
           'Stabilization: workload Applications are delivered without automated sync; each sync is started by hand.')
@@ -160,22 +201,32 @@
         ? h('div', {style: {color: '#6D7F8B', marginBottom: '10px'}}, 'Checked against generation ' + observed + ' of the spec; the current one is ' + generation + '.')
         : null,
       firstFailed
-        ? h(FirstFailed, {boundary: firstFailed, cond: conds[firstFailed], bs: boundaries[firstFailed], ready: str(obj(ready).message)})
+        ? firstFailedBox(firstFailed, conds.get(firstFailed), boundaries.get(firstFailed), str(get(ready, 'message')))
         : checked && stateOf(ready) === 'holds'
-          ? h('div', {className: 'spokeforge-contracts__all-hold', style: {borderLeft: '6px solid ' + STATES.holds.color, background: '#fff', padding: '10px 15px', marginBottom: '15px'}},
-            badge('holds'), ' ', str(ready.message) || 'all onboarding contracts hold')
+          ? h('div', {className: 'spokeforge-contracts__all-hold', style: {borderLeft: '6px solid ' + STATES.holds.color, background: '#fff', padding: '10px 15px', marginBottom: '15px', ...wrap}},
+            badge('holds'), ' ', clip(str(get(ready, 'message'))) || 'all onboarding contracts hold')
           : null,
       h('table', {className: 'spokeforge-contracts__ladder', style: {width: '100%', tableLayout: 'fixed', borderCollapse: 'collapse', background: '#fff'}},
         h('colgroup', null, h('col', {style: {width: '120px'}}), h('col', {style: {width: '150px'}}), h('col', {style: {width: '190px'}}), h('col', null), h('col', {style: {width: '210px'}})),
         h('thead', null, h('tr', {style: {textAlign: 'left', color: '#6D7F8B', fontSize: '12px', textTransform: 'uppercase'}},
           ['Boundary', 'State', 'Reason', 'Evidence', 'Since'].map((t) => h('th', {key: t, style: {padding: '8px'}}, t)))),
-        h('tbody', null, order.map((b) => h(Row, {key: b, boundary: b, cond: conds[b], bs: boundaries[b], first: b === firstFailed})))),
+        h('tbody', null, order.map((b) => row(b, conds.get(b), boundaries.get(b), b === firstFailed)))),
       h('div', {className: 'spokeforge-contracts__connected', style: {marginTop: '15px', color: '#6D7F8B'}},
         'Connected: ',
-        str(connected.kubernetesVersion) || connected.nodeCount !== undefined
-          ? [h('span', {key: 'v'}, 'Kubernetes ' + (str(connected.kubernetesVersion) || '(unknown version)') + ', ' +
-              (typeof connected.nodeCount === 'number' ? connected.nodeCount : '?') + ' nodes, read '), h('span', {key: 't'}, when(connected.checkedAt) || 'at an unknown time')]
+        version || nodeCount !== undefined
+          ? [h('span', {key: 'v'}, 'Kubernetes ' + (clip(version) || '(unknown version)') + ', ' +
+              (typeof nodeCount === 'number' && isFinite(nodeCount) ? nodeCount : '?') + ' nodes, read '), h('span', {key: 't'}, when(get(connected, 'checkedAt')) || 'at an unknown time')]
           : 'not read yet'));
+  };
+
+  const Contracts = (props) => {
+    try {
+      return render(props);
+    } catch (e) {
+      // A shape nothing above expected: say so rather than blank the tab.
+      return h('div', {className: 'spokeforge-contracts spokeforge-contracts__unreadable', style: {padding: '15px 0', color: '#E96D76'}},
+        'Cannot read this Onboarding\'s status: ' + (e instanceof Error ? e.message : 'unexpected value') + '.');
+    }
   };
 
   api.registerResourceExtension(Contracts, 'spokeforge.io', 'Onboarding', 'Contracts', {icon: 'fa-list-ol'});

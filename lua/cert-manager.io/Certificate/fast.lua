@@ -6,10 +6,11 @@
 -- Kubernetes writes (UTC, whole seconds) and the controller's os.date is in
 -- UTC; that message is compiled only then. Every other object falls through to
 -- health.lua, which is the specification; this file only returns what
--- health.lua would.
+-- health.lua would. More than 256 conditions (sfMaxConditions) fall through
+-- unread.
 local st = obj.status
 local cs = type(st) == "table" and st.conditions
-if type(cs) == "table" then
+if type(cs) == "table" and cs[257] == nil then
   local r
   for _, c in ipairs(cs) do
     if type(c) ~= "table" or c.type == "Issuing" and c.status == "True" then

@@ -4,7 +4,8 @@
 -- SecretSyncedError or a creationTimestamp of the usual form long past the
 -- grace period, and whose message is a string of at most 4 KiB or absent. Every
 -- other object falls through to health.lua, which is the specification; this
--- file only returns what health.lua would.
+-- file only returns what health.lua would. More than 256 conditions
+-- (sfMaxConditions) fall through unread.
 --
 -- "Long past": the 20-byte creationTimestamp sorts before the time five days
 -- ago, formatted as RFC 3339. Every 20-byte string health.lua parses is within
@@ -13,7 +14,7 @@
 -- off); a string it cannot parse is Degraded there too.
 local st = obj.status
 local cs = type(st) == "table" and st.conditions
-if type(cs) == "table" then
+if type(cs) == "table" and cs[257] == nil then
   local r
   for _, c in ipairs(cs) do
     if type(c) ~= "table" then

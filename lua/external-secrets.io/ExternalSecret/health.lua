@@ -12,6 +12,9 @@
 -- 7 minutes), then Degraded. Without a parseable creationTimestamp the grace
 -- period cannot be placed and the built-in Degraded applies.
 --
+-- More than 256 conditions (sfMaxConditions; a controller writes a handful) are
+-- Degraded, read no further: Argo CD stops an evaluation after one second.
+--
 -- Runs in Argo CD's default sandbox (no string/math libraries; os comes from
 -- require("os"), the safe os with time/date) and never raises: every field is
 -- type-checked before use.
@@ -27,6 +30,11 @@
 -- evaluation that never needs it about a tenth of what compiling it would (go
 -- test ./lua -bench Health), and each helper is its own string, so a script
 -- carries and compiles only the ones it uses.
+
+-- sfMaxConditions bounds how many conditions a check reads (sfConditions):
+-- an object as large as the API server stores can hold tens of thousands,
+-- and Argo CD stops an evaluation after a second.
+local sfMaxConditions = 256
 
 -- sfBytesLib caches sfBytes's result for the rest of the evaluation.
 local sfBytesLib = nil
@@ -264,28 +272,27 @@ return { parseTime, formatTime }
 end
 
 -- sfMapConditions returns the conditions given as a map of type -> condition
--- as an array, each with its type.
+-- as an array, each with its type, or {} and true when the map has more than
+-- sfMaxConditions entries. A condition without a type is copied with only the
+-- fields the checks read.
 local function sfMapConditions(conds)
   return loadstring([==[
-local conds = ...
-local function mapConditions(conds)
-  local out = {}
-  for k, c in pairs(conds) do
-    if type(c) == "table" then
-      if c.type == nil and type(k) == "string" then
-        local copy = { type = k }
-        for ck, cv in pairs(c) do
-          copy[ck] = cv
-        end
-        c = copy
-      end
-      out[#out + 1] = c
-    end
+local conds, max = ...
+local out, n = {}, 0
+for k, c in pairs(conds) do
+  n = n + 1
+  if n > max then
+    return {}, true
   end
-  return out
+  if type(c) == "table" then
+    if c.type == nil and type(k) == "string" then
+      c = { type = k, status = c.status, reason = c.reason, message = c.message, severity = c.severity }
+    end
+    out[#out + 1] = c
+  end
 end
-return mapConditions(conds)
-]==])(conds)
+return out
+]==])(conds, sfMaxConditions)
 end
 
 -- sfText converts a status field into a message string, truncating anything
@@ -350,10 +357,14 @@ end
 
 -- sfConditions returns the condition tables of obj.status.conditions as an
 -- array, accepting a list or a map of type -> condition; anything else gives {}.
+-- More than sfMaxConditions conditions give {} and true, read no further.
 local function sfConditions(status)
   local conds = type(status) == "table" and status.conditions
   if type(conds) ~= "table" then
     return {}
+  end
+  if conds[sfMaxConditions + 1] ~= nil then
+    return {}, true
   end
   local out = {}
   for _, c in ipairs(conds) do
@@ -366,6 +377,13 @@ local function sfConditions(status)
   end
   return out
 end
+
+-- sfTooMany is the health of an object with more than sfMaxConditions
+-- conditions, which no controller writes: Degraded, without reading them.
+local function sfTooMany()
+  return { status = "Degraded", message = "status.conditions has more than " .. sfMaxConditions ..
+      " entries; a controller writes a handful, and spokeforge's health check reads no further" }
+end
 -- END sfcore
 
 local GRACE_SECONDS = 600
@@ -373,7 +391,11 @@ local GRACE_SECONDS = 600
 local MISSING = { "does not exist", "resourcenotfoundexception", "can't find the specified secret", "not found" }
 
 local function health()
-  for _, c in ipairs(sfConditions(obj.status)) do
+  local conds, tooMany = sfConditions(obj.status)
+  if tooMany then
+    return sfTooMany()
+  end
+  for _, c in ipairs(conds) do
     if c.type == "Ready" and c.status == "False" then
       local msg = sfText(c.message)
       -- In grace first: the message search reads bytes one by one (sfContainsAny).

@@ -7,10 +7,11 @@
 -- 4 KiB, Degraded (Progressing when pending) with that message (compiled only
 -- then, as health.lua is). Every other object falls through to health.lua,
 -- which is the specification; this file only returns what health.lua would.
+-- More than 256 conditions (sfMaxConditions) fall through unread.
 local st = obj.status
 local cs = type(st) == "table" and st.conditions
 local md = obj.metadata
-if type(cs) == "table" and cs[1] ~= nil and type(md) == "table" and (type(md.generation) ~= "number"
+if type(cs) == "table" and cs[1] ~= nil and cs[257] == nil and type(md) == "table" and (type(md.generation) ~= "number"
     or type(st.observedGeneration) ~= "number" or st.observedGeneration >= md.generation) then
   local by = {}
   for _, c in ipairs(cs) do

@@ -8,7 +8,8 @@ local function backedOff()
   if type(status) ~= "table" or type(status.conditions) ~= "table" then
     return false
   end
-  if status.lastFailureTime == nil or status.lastFailureTime == "" then
+  -- More conditions than the health check reads (256): offer nothing.
+  if status.conditions[257] ~= nil or status.lastFailureTime == nil or status.lastFailureTime == "" then
     return false
   end
   local notReady, failed = false, false

@@ -11,6 +11,9 @@ local now = os.date("!%Y-%m-%dT%H:%M:%SZ")
 if type(obj.status) ~= "table" or type(obj.status.conditions) ~= "table" then
   error("no status conditions: the certificate is not in a failed issuance")
 end
+if obj.status.conditions[257] ~= nil then
+  error("more than 256 status conditions: not a certificate cert-manager wrote")
+end
 local issuing = {
   type = "Issuing",
   status = "True",
