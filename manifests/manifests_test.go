@@ -238,26 +238,7 @@ console.log(JSON.stringify(out));
 				}}},
 		"boundaries not a list": map[string]any{"status": map[string]any{"firstFailedBoundary": "Certificates", "conditions": failing(), "boundaries": map[string]any{"Certificates": 1}}},
 	}
-	in, err := json.Marshal(cases)
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(t.TempDir(), "harness.js")
-	if err := os.WriteFile(script, []byte(harness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ext, err := filepath.Abs("ui-extension/extension-spokeforge.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := exec.Command(node, script, ext, string(in)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, b)
-	}
-	var got map[string]string
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
+	got := runHarness(t, node, harness, cases)
 	if got["registered"] != "spokeforge.io/Onboarding/Contracts" {
 		t.Errorf("registered %q", got["registered"])
 	}
@@ -398,26 +379,7 @@ console.log(JSON.stringify(out));
 		cases[w+": status a string"] = map[string]any{"metadata": w, "spec": w, "status": w}
 		cases[w+": resource keyed by w"] = named(map[string]any{"status": map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}})
 	}
-	in, err := json.Marshal(cases)
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := filepath.Join(t.TempDir(), "harness.js")
-	if err := os.WriteFile(script, []byte(harness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ext, err := filepath.Abs("ui-extension/extension-spokeforge.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := exec.Command(node, script, ext, string(in)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("node: %v\n%s", err, b)
-	}
-	var got map[string]string
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatalf("%v: %s", err, b)
-	}
+	got := runHarness(t, node, harness, cases)
 	if len(got) != len(cases) {
 		t.Fatalf("rendered %d cases, want %d", len(got), len(cases))
 	}
@@ -454,4 +416,31 @@ console.log(JSON.stringify(out));
 			t.Errorf("%s: conditions a map: no cannot-read line:\n%s", w, got[w+": conditions a map"])
 		}
 	}
+}
+
+// runHarness runs the node harness on the extension with each case's live
+// object and returns what it printed for each case.
+func runHarness(t *testing.T, node, harness string, cases map[string]any) map[string]string {
+	t.Helper()
+	in, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(t.TempDir(), "harness.js")
+	if err := os.WriteFile(script, []byte(harness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ext, err := filepath.Abs("ui-extension/extension-spokeforge.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := exec.Command(node, script, ext, string(in)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("node: %v\n%s", err, b)
+	}
+	var got map[string]string
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	return got
 }
