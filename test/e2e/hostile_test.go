@@ -134,6 +134,18 @@ stringData:
 `, exampleSpoke, ArgoCDNamespace, spokeURL, cfg)); err != nil {
 		t.Fatal(err)
 	}
+	// The record's workload Applications go through its org's AppProject (spec.org: acme),
+	// which projects mode renders on a real hub; here it allows the spoke only.
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: org-acme, namespace: %[1]s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{name: %[2]s, namespace: '*'}]
+  clusterResourceWhitelist: [{group: '', kind: Namespace}]
+`, ArgoCDNamespace, exampleSpoke)); err != nil {
+		t.Fatal(err)
+	}
 
 	files, err := RepoFiles(filepath.Join(h.opts.RepoRoot, ExampleRepo))
 	if err != nil {
