@@ -44,7 +44,7 @@ func TestHubPolicyHoldsWithoutRecordChecks(t *testing.T) {
 		{"server is the in-cluster URL", func(e *validate.ClusterEntry) {
 			e.Cluster.Spec.Connection.Server = "https://kubernetes.default.svc/"
 		}, true},
-		{"server is loopback", func(e *validate.ClusterEntry) { e.Cluster.Spec.Connection.Server = "https://127.0.0.1:6443" }, true},
+		{"server is kubernetes.default", func(e *validate.ClusterEntry) { e.Cluster.Spec.Connection.Server = "https://kubernetes.default:443" }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, errs := repo.LoadCluster(root, "clusters/gpu-east-1")

@@ -27,7 +27,7 @@ import (
 //     https://kubernetes.default.svc/ replaces in-cluster with its own
 //     credentials.
 //   - Every other spelling of the hub's API server (kubernetes.default,
-//     kubernetes.default.svc.cluster.local, :443, loopback) is not the
+//     kubernetes.default.svc.cluster.local, :443) is not the
 //     in-cluster entry to Argo CD but is dialled from Argo CD's own pods,
 //     where it reaches the hub's API server all the same.
 
@@ -53,11 +53,13 @@ var numericLabelRE = regexp.MustCompile(`^(0[xX][0-9a-fA-F]*|[0-9]+)$`)
 // cluster rather than a spoke ("" when it does not appear to). It knows the
 // in-cluster service names (kubernetes, kubernetes.default,
 // kubernetes.default.svc and kubernetes.default.svc.<cluster domain>, any
-// port, any case, a trailing dot), loopback and unspecified addresses
-// (localhost, 127.0.0.0/8, ::1, 0.0.0.0, ::, IPv4-mapped forms) and
-// numeric hosts resolvers read as IPv4 in non-canonical forms (127.1,
-// 0x7f.0.0.1, 2130706433). The hub's API server service IP and external
-// address are not knowable from the repo and are not refused here.
+// port, any case, a trailing dot), and numeric hosts that resolvers read
+// as IPv4 in non-canonical forms (127.1, 0x7f.0.0.1, 2130706433), which
+// hide what they dial. The hub's API server service IP and external address
+// are not knowable from the repo and are not refused here. Loopback and
+// unspecified addresses are not refused: from Argo CD's pods they dial the
+// pod itself, not the hub's API server, and Argo CD run as processes on one
+// host (the end-to-end hub) reaches its spokes there.
 func HubServerProblem(server string) string {
 	u, err := url.Parse(server)
 	if err != nil {
@@ -70,18 +72,10 @@ func HubServerProblem(server string) string {
 	switch {
 	case h == "kubernetes" || h == "kubernetes.default" || h == "kubernetes.default.svc" || strings.HasPrefix(h, "kubernetes.default.svc."):
 		return "names the Kubernetes API service of the cluster Argo CD runs in, which is the management cluster's own API server: use spec.connection.inCluster: true for the management cluster"
-	case h == "localhost" || strings.HasSuffix(h, ".localhost"):
-		return "is a loopback name: dialled from Argo CD's pods it reaches the management cluster's node or pod, never a spoke"
 	case strings.Contains(h, "%"):
 		return "has an IPv6 zone: a spoke's API server is reached by a routable address or DNS name"
 	}
-	if ip := net.ParseIP(h); ip != nil {
-		switch {
-		case ip.IsLoopback():
-			return "is a loopback address: dialled from Argo CD's pods it reaches the management cluster, never a spoke"
-		case ip.IsUnspecified():
-			return "is the unspecified address, which dials the local host: the management cluster, never a spoke"
-		}
+	if net.ParseIP(h) != nil {
 		return ""
 	}
 	numeric := true
