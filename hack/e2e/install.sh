@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the end-to-end suite (test/e2e) needs, idempotently:
 #   - Debian packages etcd-server, redis-server, git, gcc, nodejs, npm, chromium (apt-get;
-#     needs root or sudo)
+#     needs root or sudo; quiet unless it fails)
 #   - kube-apiserver v1.31.0, built from the tools module test/e2e/tools, and the Argo CD
-#     multi-call binaries argocd-v2.14.21 (test/e2e/tools/argocd) and argocd-v3.2.12
-#     (test/e2e/tools/argocd-v3), into the binary cache (reused when present). Each is a
+#     multi-call binaries argocd-v3.6.2 (test/e2e/tools/argocd-v3.6) and argocd-v3.4.7
+#     (test/e2e/tools/argocd-v3.4), into the binary cache (reused when present). Each is a
 #     module of its own: in one, MVS gives kube-apiserver Argo CD's newer
-#     structured-merge-diff and server-side apply panics. v3.2.12 does not compile as tagged:
-#     it is built with one added file (hack/e2e/_argocd-patches/v3.2.12). Each embeds its web
+#     structured-merge-diff and server-side apply panics. v3.6 needs Go 1.27
+#     (GOTOOLCHAIN=go1.27.3, fetched from the module proxy, for that module only). v3.4.7's
+#     engine is unpacked from hack/e2e/vendor (its module zip leaves it out). Each embeds its web
 #     UI, built once per version by hack/e2e/ui.sh into the cache as argocd-ui-VERSION.
-# ARGOCD_VERSION=v2.14.21 or v3.2.12 builds only that Argo CD; unset, both.
+# ARGOCD_VERSION=v3.6.2 or v3.4.7 builds only that Argo CD; unset, both.
 # The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
 # Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
 set -euo pipefail
@@ -21,6 +22,19 @@ mkdir -p "$bin"
 bin="$(cd "$bin" && pwd)"
 
 say() { printf '[e2e-install] %s\n' "$*"; }
+
+# ticking LABEL CMD...: runs CMD, printing "LABEL: N s" every 30 s while it runs (a slow step
+# says it is alive and what it is doing) and the time it took at the end.
+ticking() {
+  local label="$1" start=$SECONDS ticker rc=0
+  shift
+  (while sleep 30; do say "$label: $((SECONDS - start)) s"; done) &
+  ticker=$!
+  "$@" || rc=$?
+  kill "$ticker" 2>/dev/null
+  wait "$ticker" 2>/dev/null || true
+  return "$rc"
+}
 
 # --- Debian packages -------------------------------------------------------------------
 need=()
@@ -36,9 +50,14 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if ((${#need[@]})); then
   sudo=""
   if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
-  say "apt-get install ${need[*]} (slow step)"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+  apt_log="$(mktemp)"
+  apt() {
+    $sudo apt-get update -qq >"$apt_log" 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >>"$apt_log" 2>&1
+  }
+  say "apt-get install ${need[*]}"
+  ticking "apt-get install" apt || { tail -40 "$apt_log" >&2; exit 1; }
+  rm -f "$apt_log"
   # etcd-server and redis-server start system services on 2379/6379. The suite runs its own
   # instances on free ports, so the system ones are not needed; stop them where possible.
   for svc in etcd redis-server; do
@@ -53,9 +72,9 @@ fi
 # --- binaries --------------------------------------------------------------------------
 # build DIR NAME STAMP PACKAGE LDFLAGS: builds PACKAGE from module DIR into $bin/NAME unless
 # $bin/NAME exists and $bin/NAME.stamp holds STAMP.
-# With GOWORK set, it builds in that workspace. No -trimpath (as Argo CD's own Makefile): then
-# the Argo CD v3.2.12 build reuses the packages test/conformance-v3 compiled into the Go build
-# cache for make test (the same module versions): 186 s against 354 s, measured.
+# With GOWORK (and GOTOOLCHAIN) set, it builds in that workspace (with that Go). No -trimpath
+# (as Argo CD's own Makefile): then the Argo CD v3.6.2 build reuses the packages
+# test/conformance-v3 compiled into the Go build cache for make test (the same module versions).
 build() {
   local dir="$1" name="$2" stamp="$3" pkg="$4" ldflags="$5"
   if [ -z "${SPOKEFORGE_E2E_REBUILD:-}" ] && [ -x "$bin/$name" ] && [ "$(cat "$bin/$name.stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -64,27 +83,47 @@ build() {
   fi
   say "building $name ($stamp) into $bin (slow step: minutes on 2 cores)"
   local start=$SECONDS
-  (cd "$dir" && go build -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg")
+  (cd "$dir" && ticking "go build $name" go build -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg")
   mv "$bin/$name.tmp" "$bin/$name"
   echo "$stamp" >"$bin/$name.stamp"
   say "built $name in $((SECONDS - start))s"
 }
 
 # argocd_module VERSION: the tools module that builds that Argo CD release.
+# argocd_toolchain VERSION: the GOTOOLCHAIN it builds with.
 argocd_module() {
   case "$1" in
-  v2.14.21) echo "$tools/argocd" ;;
-  v3.2.12) echo "$tools/argocd-v3" ;;
-  *) echo "ARGOCD_VERSION=$1: the suite runs on v2.14.21 and v3.2.12" >&2; return 1 ;;
+  v3.6.2) echo "$tools/argocd-v3.6" ;;
+  v3.4.7) echo "$tools/argocd-v3.4" ;;
+  *) echo "ARGOCD_VERSION=$1: the suite runs on v3.6.2 and v3.4.7" >&2; return 1 ;;
   esac
 }
-versions=(v2.14.21 v3.2.12)
+argocd_toolchain() {
+  case "$1" in
+  v3.6.2) echo go1.27.3 ;;
+  *) go env GOTOOLCHAIN ;;
+  esac
+}
+versions=(v3.6.2 v3.4.7)
 if [ -n "${ARGOCD_VERSION:-}" ]; then versions=("$ARGOCD_VERSION"); fi
 for v in "${versions[@]}"; do argocd_module "$v" >/dev/null; done
 
+# v3.4.7's go.mod builds its engine from ./gitops-engine, a folder of Argo CD's repository that
+# its module zip leaves out; the tools module replaces it with the same folder at the tag.
+engine="$root/hack/e2e/vendor/argo-cd-v3.4.7-gitops-engine.tar.gz"
+engine_dir="$tools/argocd-v3.4/gitops-engine"
+engine_stamp="$(sha256sum "$engine" | cut -c1-64)"
+if [ "$(cat "$engine_dir/.spokeforge-stamp" 2>/dev/null)" != "$engine_stamp" ]; then
+  rm -rf "$engine_dir"
+  tar -xzf "$engine" -C "$tools/argocd-v3.4"
+  echo "$engine_stamp" >"$engine_dir/.spokeforge-stamp"
+fi
+
 say "downloading tools module dependencies"
 (cd "$tools" && go mod download)
-for v in "${versions[@]}"; do (cd "$(argocd_module "$v")" && go mod download); done
+for v in "${versions[@]}"; do
+  (cd "$(argocd_module "$v")" && GOTOOLCHAIN="$(argocd_toolchain "$v")" ticking "go mod download (Argo CD $v)" go mod download)
+done
 
 kv=k8s.io/component-base/version
 build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/cmd/kube-apiserver \
@@ -92,10 +131,10 @@ build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/
 
 # argocd_workspace VERSION: prints a go.work that builds the version's tools module against a
 # writable copy of the Argo CD module ($bin/../src/argo-cd-VERSION; the module cache and the
-# checkout stay untouched) holding the files of hack/e2e/_argocd-patches/VERSION, when it
-# exists, and the web UI: v3.2.12 does not compile as tagged (see the patch file), and
-# argocd-server reads index.html only from the files embedded at build time (ui/dist/app,
-# empty in the module), so the UI built by hack/e2e/ui.sh ($bin/argocd-ui-VERSION) goes there.
+# checkout stay untouched) holding the web UI: argocd-server reads index.html only from the
+# files embedded at build time (ui/dist/app, empty in the module), so the UI built by
+# hack/e2e/ui.sh ($bin/argocd-ui-VERSION) goes there. Files in hack/e2e/_argocd-patches/VERSION,
+# if that folder exists, are added to the copy too.
 argocd_workspace() {
   local v="$1" patches="$root/hack/e2e/_argocd-patches/$1"
   local major="${v%%.*}" src="$bin/../src/argo-cd-$v" mod
@@ -119,21 +158,23 @@ for v in "${versions[@]}"; do
   av="github.com/argoproj/argo-cd/$major/common"
   "$root/hack/e2e/ui.sh" "$v" "$bin/argocd-ui-$v"
   stamp="argo-cd-$v-own-module+ui-$(cat "$bin/argocd-ui-$v.stamp")"
+  if [ "$v" = v3.4.7 ]; then stamp="$stamp+engine-${engine_stamp:0:12}"; fi
   if [ -d "$root/hack/e2e/_argocd-patches/$v" ]; then
     stamp="$stamp+patches-$(cd "$root/hack/e2e/_argocd-patches/$v" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-12)"
   fi
-  work="$(argocd_workspace "$v")"
-  GOWORK="$work" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \
+  toolchain="$(argocd_toolchain "$v")"
+  work="$(GOTOOLCHAIN="$toolchain" argocd_workspace "$v")"
+  GOTOOLCHAIN="$toolchain" GOWORK="$work" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \
     "-X $av.version=${v#v} -X $av.gitTag=$v -X $av.gitTreeState=clean"
 done
 
-# --- CRD source modules (spoke CRDs) -----------------------------------------------------
+# --- CRD source modules (spoke CRDs) and the releases' install manifests ------------------
 for m in github.com/cert-manager/cert-manager@v1.19.4 \
   github.com/external-secrets/external-secrets@v1.3.2 \
   sigs.k8s.io/node-feature-discovery@v0.17.3 \
-  github.com/argoproj/argo-cd/v2@v2.14.21 \
-  github.com/argoproj/argo-cd/v3@v3.2.12; do
-  # Outside any module, so the tools module's go.sum is left alone.
-  (cd / && go mod download "$m")
+  github.com/argoproj/argo-cd/v3@v3.4.7 \
+  github.com/argoproj/argo-cd/v3@v3.6.2; do
+  # Outside any module, so the tools module's go.sum is left alone. v3.6.2's go.mod names Go 1.27.
+  (cd / && GOTOOLCHAIN=go1.27.3 go mod download "$m")
 done
 say "done; binaries in $bin"

@@ -1,4 +1,4 @@
-// Package e2e is the end-to-end suite of spokeforge: it runs a real Argo CD v2.14 hub on one
+// Package e2e is the end-to-end suite of spokeforge: it runs a real Argo CD hub (v3.6.2, or v3.4.7) on one
 // machine, as processes, and drives it the way an operator would.
 //
 // The harness (Hub, built with the e2e build tag) starts on loopback ports chosen at run time:

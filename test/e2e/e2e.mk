@@ -1,4 +1,4 @@
-# End-to-end suite: a real Argo CD hub (v2.14.21 and v3.2.12) and a spoke API server, as processes on this
+# End-to-end suite: a real Argo CD hub (v3.6.2 and v3.4.7) and a spoke API server, as processes on this
 # machine (see test/e2e/doc.go). Include from the top Makefile: include test/e2e/e2e.mk
 GO ?= go
 E2E_TIMEOUT ?= 40m
@@ -17,8 +17,8 @@ e2e-install:
 
 # The suite runs on each Argo CD release in E2E_ARGOCD_VERSIONS at once (test/e2e/run.sh: each
 # output line prefixed with its release), or only on ARGOCD_VERSION when it is set
-# (ARGOCD_VERSION=v3.2.12 make e2e). The target fails if any release failed.
-E2E_ARGOCD_VERSIONS ?= v2.14.21 v3.2.12
+# (ARGOCD_VERSION=v3.4.7 make e2e). The target fails if any release failed.
+E2E_ARGOCD_VERSIONS ?= v3.6.2 v3.4.7
 e2e: e2e-install
 	GO=$(GO) E2E_PARALLEL=$(E2E_PARALLEL) test/e2e/run.sh $(or $(ARGOCD_VERSION),$(E2E_ARGOCD_VERSIONS)) -- \
 	  -count=1 -timeout $(E2E_TIMEOUT) -parallel 64 $(E2E_FLAGS)

@@ -183,6 +183,11 @@ spec:
 	waitApps("first generation", []string{"registry-spoke", "registry-edge", "product-web-prod", "product-web-rc"},
 		[]string{"product-web-edge", "product-api-spoke"})
 	t.Logf("Applications generated in %s", time.Since(start).Round(time.Second))
+	// Argo CD v3.4+ keeps an ApplicationSet's health in status.health (from its conditions):
+	// both report Healthy while the generator answers.
+	for _, as := range []string{"spokeforge-zones", "spokeforge-clusters"} {
+		waitAppSetHealth(t, ctx, h, as, "Healthy")
+	}
 
 	aoa, err := apps.Get(ctx, "registry-spoke", metav1.GetOptions{})
 	if err != nil {
@@ -244,6 +249,8 @@ spec:
 	for _, as := range []string{"spokeforge-zones", "spokeforge-clusters"} {
 		refreshAppSet(t, ctx, h, as)
 		waitErrorCondition(t, ctx, h, as)
+		// The outage shows as the ApplicationSet's health, with the controller's error.
+		waitAppSetHealth(t, ctx, h, as, "Degraded")
 	}
 	failed := time.Now() // about when the controller last called the stopped generator
 	time.Sleep(5 * time.Second)
@@ -252,7 +259,7 @@ spec:
 	// A placement committed during the outage, and the generator back: how long until the
 	// controller asks again on its own (no refresh annotation, no webhook)? After a generator
 	// error the controller requeues the ApplicationSet after a fixed delay
-	// (ReconcileRequeueOnValidationError, 3 min in v2.14 and v3.2); docs/generator.md.
+	// (ReconcileRequeueOnValidationError, 3 min in v3.4 and v3.6); docs/generator.md.
 	// The commit also fixes globex's typo: a generator that starts on an invalid head has no
 	// last good snapshot to serve.
 	if err := repo.Commit("acme: spoke again; globex fixed", map[string]string{"orgs/acme.yaml": org("acme", SpokeClusterName, "edge"), "orgs/globex.yaml": org("globex")}); err != nil {
@@ -278,6 +285,10 @@ spec:
 	}
 	t.Logf("Argo CD %s: a zone placed during a generator outage appeared %s after the generator was back and %s after the controller's last failed call (no refresh)",
 		h.ArgoCDVersion, time.Since(back).Round(time.Second), time.Since(failed).Round(time.Second))
+	refreshAppSet(t, ctx, h, "spokeforge-clusters")
+	for _, as := range []string{"spokeforge-zones", "spokeforge-clusters"} {
+		waitAppSetHealth(t, ctx, h, as, "Healthy")
+	}
 }
 
 // field reads a dotted path ("\\." escapes a dot) of obj as a string.
@@ -359,6 +370,28 @@ func refreshAppSet(t *testing.T, ctx context.Context, h *Hub, name string) {
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"argocd.argoproj.io/application-set-refresh":"%d"}}}`, time.Now().UnixNano()))
 	if _, err := h.Hub.Dynamic.Resource(applicationSetsGVR).Namespace(ArgoCDNamespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitAppSetHealth waits until the ApplicationSet's status.health (Argo CD v3.4+) is want.
+func waitAppSetHealth(t *testing.T, ctx context.Context, h *Hub, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	var got, msg string
+	for {
+		as, err := h.Hub.Dynamic.Resource(applicationSetsGVR).Namespace(ArgoCDNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			got, _, _ = unstructured.NestedString(as.Object, "status", "health", "status")
+			msg, _, _ = unstructured.NestedString(as.Object, "status", "health", "message")
+			if got == want {
+				t.Logf("%s: status.health %s: %s", name, got, msg)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: status.health %q (%s), want %s", name, got, msg, want)
+		}
+		time.Sleep(2 * time.Second)
 	}
 }
 

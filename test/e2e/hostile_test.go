@@ -186,16 +186,25 @@ spec:
 			if _, err := h.WaitApp(ctx, exampleSpokeApp, "Synced", 4*time.Minute, func(s AppState) bool { return s.Sync == "Synced" }); err != nil {
 				t.Fatal(err)
 			}
+			// Until the spoke is onboarded its Application is not Healthy, and the sync waits at
+			// its wave (Argo CD v3.4+ Application health): the workload wave is not applied.
+			time.Sleep(15 * time.Second)
+			if _, err := h.Hub.Dynamic.Resource(applicationsGVR).Namespace(ArgoCDNamespace).Get(ctx, hostileWorkloadApp, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("%s exists (err %v) before %s is Healthy: the sync did not wait at the spoke's wave", hostileWorkloadApp, err, exampleSpokeApp)
+			}
 			if _, err := h.StartSpokeAgent(ctx, exampleSpoke, filepath.Join(repo.Work, exampleSpokeDir), 5*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.ArgoCD(ctx, "app", "wait", exampleSpokeApp, "--health", "--timeout", "180"); err != nil {
 				t.Fatal(err)
 			}
+			healthy := time.Now()
 			// The workload Application (stabilization: synced by hand) comes in the last wave.
 			if _, err := h.WaitApp(ctx, hostileWorkloadApp, "created", 2*time.Minute, func(AppState) bool { return true }); err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("Argo CD %s: wave order: %s Healthy, then %s created %s later",
+				h.ArgoCDVersion, exampleSpokeApp, hostileWorkloadApp, time.Since(healthy).Round(time.Second))
 			if err := h.SyncApp(ctx, hostileWorkloadApp, 2*time.Minute); err != nil {
 				t.Fatal(err)
 			}

@@ -42,14 +42,18 @@ const (
 )
 
 // DefaultArgoCDVersion is the Argo CD release a hub runs when ARGOCD_VERSION is unset.
-const DefaultArgoCDVersion = "v2.14.21"
+const DefaultArgoCDVersion = "v3.6.2"
 
 // argoCDModules maps each Argo CD release the suite runs on (ARGOCD_VERSION) to its Go
 // module; hack/e2e/install.sh builds each into the binary cache as argocd-<version>.
 var argoCDModules = map[string]string{
-	"v2.14.21": "github.com/argoproj/argo-cd/v2@v2.14.21",
-	"v3.2.12":  "github.com/argoproj/argo-cd/v3@v3.2.12",
+	"v3.6.2": "github.com/argoproj/argo-cd/v3@v3.6.2",
+	"v3.4.7": "github.com/argoproj/argo-cd/v3@v3.4.7",
 }
+
+// downloadToolchain is the Go that downloads modules: Argo CD v3.6.2 needs Go 1.27, and
+// go mod download refuses a module that names a newer Go than its own.
+const downloadToolchain = "go1.27.3"
 
 // ArgoCDVersion is the Argo CD release the hubs of this test process run: $ARGOCD_VERSION,
 // default DefaultArgoCDVersion.
@@ -67,16 +71,6 @@ func ArgoCDVersion() (string, error) {
 		return "", fmt.Errorf("ARGOCD_VERSION=%s: the suite runs on %s", v, strings.Join(known, ", "))
 	}
 	return v, nil
-}
-
-// ArgoCDMajor is the major version of the hubs' Argo CD (2 or 3), for the few places where
-// the suite expects what changed between them.
-func ArgoCDMajor() int {
-	v, _ := ArgoCDVersion()
-	if strings.HasPrefix(v, "v3.") {
-		return 3
-	}
-	return 2
 }
 
 // Options configure a Hub.
@@ -151,6 +145,8 @@ func DefaultBinDir() (string, error) {
 func ModuleDir(modVersion string) (string, error) {
 	cmd := exec.Command("go", "mod", "download", "-json", modVersion)
 	cmd.Dir = os.TempDir() // outside any module: go.mod and go.sum stay untouched
+	// Argo CD v3.6's go.mod names Go 1.27: this go command only reads files from the zip.
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN="+downloadToolchain)
 	out, err := cmd.Output()
 	var info struct{ Dir, Error string }
 	_ = json.Unmarshal(out, &info)

@@ -25,8 +25,8 @@ import (
 // ApplicationSet shows ErrorOccurred for longer than one requeue (requeueOnError), and zones
 // committed after the kill are placed through the other replica.
 // requeueOnError is how long the applicationset-controller waits before retrying an ApplicationSet
-// whose generator call failed (ReconcileRequeueOnValidationError, the same in v2.14.21 and
-// v3.2.12; docs/generator.md). A call in flight to the killed replica, or sent to it before the
+// whose generator call failed (ReconcileRequeueOnValidationError, the same in v3.4.7 and
+// v3.6.2; docs/generator.md). A call in flight to the killed replica, or sent to it before the
 // front's probe drops it, fails; the ApplicationSet then shows ErrorOccurred until its next
 // reconcile: an owned Application changing, or this retry. The refresh loop below does not cut
 // it short ("true" over "true" is no event).

@@ -135,7 +135,7 @@ func TestUIContracts(t *testing.T) {
 	item.click();
 	return "clicked";
 })()`
-	// The confirmation is a confirm popup on v2.14, a prompt popup on v3.
+	// The confirmation: a confirm popup (v2.14) or a prompt popup (v3); either is accepted.
 	const confirm = `[qe-id="argo-popup-ok-button"], [qe-id="prompt-popup-ok-button"]`
 	confirmed := false
 	for attempt := 0; attempt < 6 && !confirmed; attempt++ {
