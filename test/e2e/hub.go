@@ -73,6 +73,15 @@ func ArgoCDVersion() (string, error) {
 	return v, nil
 }
 
+// argoCDAtLeast reports whether release v ("v3.6.2") is major.minor or newer.
+func argoCDAtLeast(v string, major, minor int) bool {
+	var ma, mi int
+	if _, err := fmt.Sscanf(v, "v%d.%d", &ma, &mi); err != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
+}
+
 // Options configure a Hub.
 type Options struct {
 	// BinDir holds kube-apiserver and argocd; default $SPOKEFORGE_E2E_BIN or
@@ -470,13 +479,20 @@ func (h *Hub) start(ctx context.Context) error {
 	}
 
 	h.RepoServerAddr = fmt.Sprintf("127.0.0.1:%d", repoPort)
-	repo, err := h.run(procSpec{name: "argocd-repo-server", path: link("argocd-repo-server"), args: []string{
+	repoArgs := []string{
 		"--address", "127.0.0.1", "--port", fmt.Sprint(repoPort),
 		"--metrics-address", "127.0.0.1", "--metrics-port", fmt.Sprint(repoMetrics),
 		"--disable-tls", "--redis", h.RedisAddr, "--loglevel", "debug",
-		// As the README tells users (reposerver.plugin.tar.exclusions): the CMP gets the
-		// repository without its git objects.
-	}, env: append(common, "ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS=.git/*")})
+	}
+	if argoCDAtLeast(h.ArgoCDVersion, 3, 5) {
+		// v3.5 added mTLS to the repo-server, with a client CA path set by default, which
+		// --disable-tls refuses: plaintext on loopback, as before, needs it empty.
+		repoArgs = append(repoArgs, "--client-ca-path=")
+	}
+	// As the README tells users (reposerver.plugin.tar.exclusions): the CMP gets the
+	// repository without its git objects.
+	repo, err := h.run(procSpec{name: "argocd-repo-server", path: link("argocd-repo-server"), args: repoArgs,
+		env: append(common, "ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS=.git/*")})
 	if err != nil {
 		return err
 	}
