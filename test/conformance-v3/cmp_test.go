@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/argoproj/argo-cd/gitops-engine/v3/pkg/utils/kube"
 	"github.com/argoproj/argo-cd/v3/cmpserver/apiclient"
 	"github.com/argoproj/argo-cd/v3/cmpserver/plugin"
 	argocmp "github.com/argoproj/argo-cd/v3/util/cmp"
 	"github.com/argoproj/argo-cd/v3/util/tgzstream"
-	"github.com/argoproj/gitops-engine/pkg/utils/kube"
 	"google.golang.org/grpc"
 )
 

@@ -1,6 +1,9 @@
-// Package conformance runs spokeforge's plugin contracts through Argo CD v3.2.12's own code:
-// its cmp-server config reader and generate path for the CMP, and its plugin generator client
-// and template renderer for the ApplicationSet generator. It is a module of its own so that
-// the main module carries only Argo CD v2 (whose conformance tests sit beside the code in
-// cmp/ and generator/); `make test` runs both.
+// Package conformance runs spokeforge's plugin contracts through Argo CD v3.6.2's own code:
+// its cmp-server config reader and generate path for the CMP, its plugin generator client and
+// template renderer for the ApplicationSet generator, and its argocd-cm reader, health path and
+// Lua VM for the health checks, beside v3.6.2's built-in checks (health_test.go); it also builds
+// the install overlay on the v3.6.2 and v3.4.7 release manifests. It is a module of its own so
+// that the main module carries only Argo CD v2 (whose conformance tests sit beside the code in
+// cmp/, generator/ and lua/); `make test` runs both. Argo CD v3.6.2 needs Go 1.27, so this module
+// is built with GOTOOLCHAIN=go1.27.3 (the Makefile sets it; see go.mod).
 package conformance

@@ -144,7 +144,7 @@ func TestArgoCDv3GeneratesClusters(t *testing.T) {
 		if s.SyncPolicy == nil || s.SyncPolicy.Retry == nil || s.SyncPolicy.Retry.Limit < 1 {
 			t.Errorf("%s: no sync retry: a wave's transient Degraded would end the automated sync for good", a.Name)
 		}
-		if s.SyncPolicy == nil || s.SyncPolicy.Automated == nil || !s.SyncPolicy.Automated.Prune {
+		if s.SyncPolicy == nil || s.SyncPolicy.Automated == nil || !s.SyncPolicy.Automated.GetPrune() {
 			t.Errorf("%s: no automated sync with prune", a.Name)
 		}
 		if len(a.Finalizers) != 1 || a.Finalizers[0] != "resources-finalizer.argocd.argoproj.io/background" {

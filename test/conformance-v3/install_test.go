@@ -32,13 +32,14 @@ func moduleDir(t *testing.T, modVersion string) string {
 // release's argocd-repo-server (the volumes var-files and plugins, the copyutil init container
 // that puts argocd-cmp-server into var-files) and that the health checks join the release's own
 // argocd-cm defaults (v3 ships ignoreResourceUpdates and exclusions there) instead of replacing
-// them.
+// them. The releases: v3.6.2, whose code this module builds, and v3.4.7 (its manifests only);
+// v2.14 and v3.2, out of upstream support, are no longer checked here.
 func TestInstallOnReleaseManifests(t *testing.T) {
 	root, err := filepath.Abs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, release := range []string{"github.com/argoproj/argo-cd/v2@v2.14.21", "github.com/argoproj/argo-cd/v3@v3.2.12"} {
+	for _, release := range []string{"github.com/argoproj/argo-cd/v3@v3.6.2", "github.com/argoproj/argo-cd/v3@v3.4.7"} {
 		t.Run(release, func(t *testing.T) {
 			install := filepath.Join(moduleDir(t, release), "manifests", "install.yaml")
 			dir := t.TempDir()
@@ -88,9 +89,9 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 					Template struct {
 						Spec struct {
 							InitContainers []struct {
-								Name         string
-								Command      []string
-								VolumeMounts []struct{ Name, MountPath string } `json:"volumeMounts"`
+								Name          string
+								Command, Args []string
+								VolumeMounts  []struct{ Name, MountPath string } `json:"volumeMounts"`
 							} `json:"initContainers"`
 							Containers []struct {
 								Name         string
@@ -117,10 +118,17 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 					continue
 				}
 				sidecar = true
+				varFiles := false
 				for _, vm := range c.VolumeMounts {
 					if !volumes[vm.Name] {
 						t.Errorf("the sidecar mounts %s, which the %s repo-server does not have", vm.Name, release)
 					}
+					varFiles = varFiles || vm.Name == "var-files" && vm.MountPath == "/var/run/argocd"
+				}
+				// Where the init container wrote it: since v3.4 argocd-cmp-server is a symlink to
+				// /var/run/argocd/argocd, which must resolve in the sidecar too.
+				if !varFiles {
+					t.Error("the sidecar does not mount var-files at /var/run/argocd")
 				}
 				if len(c.Command) == 0 || c.Command[0] != "/var/run/argocd/argocd-cmp-server" {
 					t.Errorf("sidecar command %v", c.Command)
@@ -131,8 +139,12 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 			}
 			var copies bool
 			for _, ic := range pod.InitContainers {
+				// v3.2 copies the binary with command [/bin/cp, -n, …, /var/run/argocd/argocd-cmp-server];
+				// v3.4 and later run sh -c with args: a copy to /var/run/argocd/argocd and
+				// ln -sf /var/run/argocd/argocd /var/run/argocd/argocd-cmp-server.
+				run := strings.Join(append(ic.Command, ic.Args...), " ")
 				for _, vm := range ic.VolumeMounts {
-					if vm.Name == "var-files" && vm.MountPath == "/var/run/argocd" && strings.Contains(strings.Join(ic.Command, " "), "/var/run/argocd/argocd-cmp-server") {
+					if vm.Name == "var-files" && vm.MountPath == "/var/run/argocd" && strings.Contains(run, "/var/run/argocd/argocd-cmp-server") {
 						copies = true
 					}
 				}
