@@ -59,6 +59,9 @@ func TestArgoCDv3RunsThePlugin(t *testing.T) {
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-tags", "cmponly", "-o", filepath.Join(bin, "spokeforge"), ".")
 	build.Dir = root
+	// spokeforge with its own module's Go, as make build does (this module's tests run under
+	// GOTOOLCHAIN=go1.27.3): then it comes from the build cache make test already filled.
+	build.Env = append(os.Environ(), "GOTOOLCHAIN=local")
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatal(err)

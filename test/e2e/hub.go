@@ -370,6 +370,21 @@ func (h *Hub) start(ctx context.Context) error {
 			return err
 		}
 	}
+	// The scripts the release's image puts in /usr/local/bin (its Dockerfile): from v3.5 the
+	// repo-server runs git-verify-wrapper.sh on every revision, signatures configured or not.
+	argo, err := ModuleDir(argoCDModules[h.ArgoCDVersion])
+	if err != nil {
+		return err
+	}
+	for _, name := range []string{"git-verify-wrapper.sh", "gpg-wrapper.sh"} {
+		script, err := os.ReadFile(filepath.Join(argo, "hack", name))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(h.PathDir, name), script, 0o755); err != nil {
+			return err
+		}
+	}
 	buildDone := make(chan error, 1)
 	go func() { buildDone <- h.linkSpokeforge() }()
 
