@@ -1,10 +1,19 @@
 // spokeforge's Argo CD UI extension: a "Contracts" tab on spokeforge.io/Onboarding resources
 // that shows the onboarding boundaries as a ladder, in the order they are established
-// (docs/contracts.md), from the status the spokeforge agent writes.
+// (docs/contracts.md), from the status the spokeforge agent writes; and, where the UI has app
+// views, the same ladder as a "Contracts" view of a spoke's app-of-apps registry-<cluster> (and
+// of the Application that manages the Onboarding).
 //
-// Plain JavaScript, no build step: Argo CD's main bundle sets window.React (React 16) and
+// Plain JavaScript, no build step: Argo CD's main bundle sets window.React and
 // window.extensionsAPI before it loads /extensions.js, the concatenation of every
 // extension*.js under /tmp/extensions/ (manifests/ui-extension mounts this file there).
+// One file for both React lines Argo CD ships: React 16 (v3.4) and React 19 (v3.5 on; Argo CD's
+// docs/operator-manual/upgrading/ui-extensions-react-19-upgrading.md). It brings no React of its
+// own (no bundled jsx-runtime) and only calls window.React.createElement with plain props and
+// function components: no string refs, defaultProps, propTypes, legacy context, createFactory or
+// ReactDOM.render, which React 19 removed. What not every UI has is feature-detected: the app
+// view needs extensionsAPI.registerAppViewExtension with its shouldDisplay argument (v3.4 and
+// v3.6 have it, v3.2 has not) and React hooks; without them only the tab is registered.
 // Every field is optional: an Onboarding the agent never wrote shows "not checked yet", and one
 // written by an agent without status.boundaries shows each condition's message as its evidence.
 //
@@ -16,7 +25,7 @@
 ((window) => {
   const React = window.React;
   const api = window.extensionsAPI;
-  if (!React || !api || typeof api.registerResourceExtension !== 'function') {
+  if (!React || typeof React.createElement !== 'function' || !api || typeof api.registerResourceExtension !== 'function') {
     return; // not inside the Argo CD UI
   }
   const h = React.createElement;
@@ -69,7 +78,7 @@
     const s = Math.round((d.getTime() - Date.now()) / 1000);
     const a = Math.abs(s);
     const n = a < 90 ? a + 's' : a < 5400 ? Math.round(a / 60) + 'm' : a < 129600 ? Math.round(a / 3600) + 'h' : Math.round(a / 86400) + 'd';
-    return s < 0 ? n + ' ago' : 'in ' + n;
+    return s <= 0 ? n + ' ago' : 'in ' + n;
   };
   const when = (v) => {
     const d = parseTime(v);
@@ -230,4 +239,136 @@
   };
 
   api.registerResourceExtension(Contracts, 'spokeforge.io', 'Onboarding', 'Contracts', {icon: 'fa-list-ol'});
+
+  // The app view: the ladder as a view of the Application page, beside the tree, pods, network
+  // and list views. It shows on the app-of-apps registry-<cluster> (labelled spokeforge.io/cluster,
+  // examples/gitops/hub/clusters-appset.yaml) whose child spoke Application spoke-<cluster>
+  // (internal/names) manages the cluster's Onboarding, and on an Application that manages an
+  // Onboarding itself. A view gets only the Application and its resource tree, and the Onboarding
+  // lives on the spoke, in the child's tree: it is read as the UI reads a resource for its panel,
+  // through Argo CD's API with the user's session (GET /api/v1/applications/<child> for the
+  // child's managed resources, then GET /api/v1/applications/<child>/resource for the Onboarding's
+  // live state) and nothing else. It is read again every 15 s, and at once when the watched
+  // resource's health or sync status changes in the Application shown.
+  const REFRESH_MS = 15000;
+  const isKind = (r, group, kind) => get(r, 'group') === group && get(r, 'kind') === kind && str(get(r, 'name')) !== '';
+  const ref = (r) => ({name: str(get(r, 'name')), namespace: str(get(r, 'namespace')), version: str(get(r, 'version'))});
+  const stateOfResource = (r) => str(get(get(r, 'health'), 'status')) + '/' + str(get(r, 'status'));
+
+  // sourceOf: the Application whose Onboarding the view of app shows, or null for none.
+  const sourceOf = (app) => {
+    const meta = get(app, 'metadata');
+    const name = str(get(meta, 'name'));
+    const namespace = str(get(meta, 'namespace'));
+    const resources = arr(get(get(app, 'status'), 'resources'));
+    if (!name) return null;
+    const own = resources.find((r) => isKind(r, 'spokeforge.io', 'Onboarding'));
+    if (own) return {app: name, appNamespace: namespace, onboarding: ref(own), via: '', state: stateOfResource(own)};
+    const cluster = str(get(get(meta, 'labels'), 'spokeforge.io/cluster'));
+    const child = cluster ? resources.find((r) => isKind(r, 'argoproj.io', 'Application') && get(r, 'name') === 'spoke-' + cluster) : undefined;
+    if (!child) return null;
+    return {app: 'spoke-' + cluster, appNamespace: str(get(child, 'namespace')) || namespace, onboarding: null, via: name, state: stateOfResource(child)};
+  };
+  const shouldDisplay = (app) => {
+    try {
+      return sourceOf(app) !== null;
+    } catch (e) {
+      return false;
+    }
+  };
+
+  // Argo CD's API under the UI's base href (argocd-server rewrites <base href> for --rootpath).
+  const apiURL = (app, path, query) => {
+    const url = new URL('api/v1/applications/' + encodeURIComponent(app) + path, window.document.baseURI);
+    Object.keys(query).forEach((k) => url.searchParams.set(k, query[k]));
+    return url.toString();
+  };
+  // readJSON: a GET of Argo CD's API, parsed; an HTTP error carries the API's message.
+  const readJSON = (url) =>
+    window.fetch(url, {credentials: 'same-origin', headers: {Accept: 'application/json'}}).then((res) =>
+      res.text().then((body) => {
+        let v;
+        try {
+          v = JSON.parse(body);
+        } catch (e) {
+          v = undefined;
+        }
+        if (!res.ok) throw new Error('Argo CD answered HTTP ' + res.status + (str(get(v, 'message')) ? ': ' + str(get(v, 'message')) : ''));
+        if (v === undefined) throw new Error('Argo CD\'s answer is not JSON');
+        return v;
+      }));
+  // readOnboarding: the Onboarding src.app manages, found in its managed resources unless known;
+  // null when the view was closed (live() false) before it was read.
+  const readOnboarding = (src, known, live) =>
+    (known ? Promise.resolve(known) : readJSON(apiURL(src.app, '', {appNamespace: src.appNamespace})).then((app) => {
+      const r = arr(get(get(app, 'status'), 'resources')).find((x) => isKind(x, 'spokeforge.io', 'Onboarding'));
+      if (!r) throw new Error('Application ' + src.app + ' manages no spokeforge.io Onboarding yet');
+      return ref(r);
+    })).then((ob) => !live() ? null :
+      readJSON(apiURL(src.app, '/resource', {appNamespace: src.appNamespace, namespace: ob.namespace, resourceName: ob.name,
+        version: ob.version, kind: 'Onboarding', group: 'spokeforge.io'})).then((res) => {
+        const manifest = get(res, 'manifest');
+        if (typeof manifest !== 'string') throw new Error('Argo CD\'s answer holds no manifest');
+        try {
+          return {ob, resource: JSON.parse(manifest)};
+        } catch (e) {
+          throw new Error('the Onboarding\'s manifest is not JSON');
+        }
+      }));
+
+  const AppView = (props) => {
+    const src = sourceOf(get(props, 'application'));
+    // The last Onboarding read, when, and the last error (cleared by a good read).
+    const [read, setRead] = React.useState({resource: undefined, at: '', error: ''});
+    const key = src ? [src.app, src.appNamespace, src.state, JSON.stringify(src.onboarding)].join('\n') : '';
+    React.useEffect(() => {
+      if (!src) return undefined;
+      let live = true;
+      let timer = null;
+      let known = src.onboarding;
+      const load = () => {
+        timer = null;
+        readOnboarding(src, known, () => live).then(
+          (r) => {
+            if (!r) return null;
+            known = known || r.ob;
+            return {resource: r.resource, at: new Date().toISOString(), error: ''};
+          },
+          (e) => {
+            known = src.onboarding;
+            const error = e instanceof Error ? e.message : 'unexpected error';
+            return (prev) => Object.assign({}, prev, {error});
+          }).then((next) => {
+          if (!live || !next) return;
+          setRead(next);
+          timer = window.setTimeout(load, REFRESH_MS);
+        });
+      };
+      load();
+      return () => {
+        live = false;
+        if (timer !== null) window.clearTimeout(timer);
+      };
+    }, [key]);
+    if (!src) {
+      return h('div', {className: 'spokeforge-contracts', style: {padding: '15px'}}, 'This Application manages no spokeforge Onboarding.');
+    }
+    return h('div', {className: 'spokeforge-contracts-view', style: {padding: '0 15px'}},
+      h('div', {className: 'spokeforge-contracts__source', style: {marginTop: '15px', color: '#6D7F8B', ...wrap}},
+        'Onboarding managed by Application ', h('b', null, clip(src.app)), src.via ? ' (the spoke Application of ' + clip(src.via) + ')' : '',
+        read.at ? [h('span', {key: 'r'}, ', read '), h('span', {key: 't'}, when(read.at))] : null),
+      read.error
+        ? h('div', {className: 'spokeforge-contracts__unreadable', style: {marginTop: '10px', color: '#E96D76', ...wrap}}, 'Cannot read the Onboarding: ' + clip(read.error) + '.')
+        : null,
+      read.at
+        ? h(Contracts, {resource: read.resource})
+        : read.error ? null : h('div', {className: 'spokeforge-contracts__loading', style: {marginTop: '10px'}}, 'Reading the Onboarding through Argo CD\'s API…'));
+  };
+
+  // registerAppViewExtension(component, title, icon, shouldDisplay): without its fourth argument
+  // (v3.2 and older) a view would show on every Application; hooks came with React 16.8.
+  if (typeof api.registerAppViewExtension === 'function' && api.registerAppViewExtension.length >= 4 &&
+    typeof React.useState === 'function' && typeof React.useEffect === 'function' && typeof window.fetch === 'function') {
+    api.registerAppViewExtension(AppView, 'Contracts', 'fa-list-ol', shouldDisplay);
+  }
 })(window);
