@@ -164,6 +164,43 @@ func TestUIContracts(t *testing.T) {
 		t.Errorf("the stand-in cert-manager saw %d manual re-triggers, want 1", standIns.Reissued())
 	}
 	b.waitFor(t, "app health Healthy again", 2*time.Minute, appHealth, contains("Healthy"))
+
+	// The app view (registerAppViewExtension): the same ladder on the spoke's app-of-apps,
+	// registry-<cluster>, labelled with its cluster as the clusters ApplicationSet labels it,
+	// which manages the spoke Application. Here it is a directory Application holding that
+	// Application as it stands (the hub render's own app-of-apps runs in TestHostileRecord).
+	const registryApp = "registry-" + exampleSpoke
+	if err := repo.Commit("the spoke's app-of-apps", map[string]string{
+		"hub-apps/" + exampleSpoke + "/spoke.yaml": SpokeApplication(exampleSpokeApp, repo.URL, exampleSpokeDir),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels: {spokeforge.io/cluster: %[3]s}
+spec:
+  project: default
+  source: {repoURL: %[4]s, targetRevision: main, path: hub-apps/%[3]s}
+  destination: {server: https://kubernetes.default.svc, namespace: %[2]s}
+`, registryApp, ArgoCDNamespace, exampleSpoke, repo.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ArgoCD(ctx, "app", "sync", registryApp, "--timeout", "120"); err != nil {
+		t.Fatal(err)
+	}
+	viewStart := time.Now()
+	if err := b.run(chromedp.Navigate("http://" + h.ServerAddr + "/applications/" + ArgoCDNamespace + "/" + registryApp + "?view=Contracts")); err != nil {
+		t.Fatal(err)
+	}
+	l = b.waitLadder(t, "the Contracts app view of "+registryApp, 2*time.Minute, func(l ladder) bool { return l.count("holds") == 7 && l.AllHold })
+	t.Logf("UI: the Contracts app view of %s showed every boundary holding %s after navigating: %s", registryApp, time.Since(viewStart).Round(time.Millisecond), l)
+	if !strings.Contains(l.Connected, "Kubernetes v1.31.0, 2 nodes") {
+		t.Errorf("app view: Connected facts: %q", l.Connected)
+	}
+
 	if errs := b.extensionErrors(); len(errs) > 0 {
 		t.Errorf("script errors from the extension: %s", strings.Join(errs, "\n"))
 	}
