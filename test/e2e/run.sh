@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the end-to-end suite on each Argo CD release named, all at the same time (most of a test
 # is waiting on reconciliation, and each test has its own hub), each output line prefixed with
-# its release. Prints each release's wall time; fails if any release failed.
+# its release. Prints each release's wall time; fails if any release failed. A release runs only
+# the tests E2E_RUN_<release> names (go test -run), when that is set: E2E_RUN_v3_4_7=… for v3.4.7.
 #   test/e2e/run.sh VERSION... -- GO_TEST_ARGS...
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +24,11 @@ for v in "${versions[@]}"; do
     export E2E_PORT_RANGE="$lo-$(( lo + width ))"
     # One package, so that go test streams -v output instead of holding it to the end (the
     # harness's own packages, fakeaws and demo, are built and tested by make test).
-    ARGOCD_VERSION="$v" "$go" test -tags e2e "$@" ./test/e2e/ 2>&1
+    # E2E_RUN_<version, dots as underscores> narrows that release to the tests it names (-run).
+    var="E2E_RUN_${v//./_}"
+    only=()
+    if [ -n "${!var:-}" ]; then only=(-run "${!var}"); fi
+    ARGOCD_VERSION="$v" "$go" test -tags e2e "$@" "${only[@]}" ./test/e2e/ 2>&1
     rc=$?
     echo "=== e2e on Argo CD $v: exit $rc after $((SECONDS - start)) s"
     echo "$rc" >"$status/$v"
