@@ -10,8 +10,8 @@
 #   v3.6.2: pnpm (ui/pnpm-lock.yaml; the pnpm version ui/package.json names in packageManager),
 #           store DEST/../pnpm-store, metadata cache DEST/../pnpm-cache.
 #   v3.4.7: yarn 1.22.22 (ui/yarn.lock), cache DEST/../yarn-cache.
-# Needs node and npm (Debian's nodejs and npm; pnpm and yarn run through npx). The slow steps
-# (install, build) say every 30 s that they are still running; their logs are shown on failure.
+# Needs node and npm (Debian's nodejs and npm; pnpm and yarn run through npx). Each step says
+# every 25 s that it is still running and when it is done; its log is shown only on failure.
 set -euo pipefail
 
 version="${1:?usage: ui.sh VERSION DEST}"
@@ -38,15 +38,11 @@ fi
 say "building the Argo CD $version UI into $dest (slow step: minutes on 2 cores)"
 start=$SECONDS
 
-if [ -n "$needgo" ] && [ "$(printf '%s\n' "$needgo" "$(go env GOVERSION)" | sort -V | head -1)" != "$needgo" ]; then
+if [ -n "$needgo" ] && [ "$(printf '%s\n' "$needgo" "$(cd / && go env GOVERSION)" | sort -V | head -1)" != "$needgo" ]; then
   export GOTOOLCHAIN="$needgo" # served by the Go module proxy
 fi
-json="$(cd / && go mod download -json "$module@$version")" || fail "go mod download: $json"
-moddir="$(printf '%s\n' "$json" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-[ -d "$moddir/ui" ] || fail "no ui/ in the module $module@$version ($moddir)"
 mkdir -p "$(dirname "$dest")"
 bin="$(cd "$(dirname "$dest")" && pwd)"
-
 work="$(mktemp -d)"
 child=
 cleanup() {
@@ -57,10 +53,10 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# quietly LOG WHAT CMD...: runs CMD with its output in LOG, saying every 30 s that WHAT is still
+# quietly LOG WHAT CMD...: runs CMD with its output in LOG, saying every 25 s that WHAT is still
 # running; on failure shows the end of LOG.
 quietly() {
-  local log="$1" what="$2" t0=$SECONDS next=$((SECONDS + 30)) rc=0
+  local log="$1" what="$2" t0=$SECONDS next=$((SECONDS + 25)) rc=0
   shift 2
   "$@" >"$log" 2>&1 &
   child=$!
@@ -68,7 +64,7 @@ quietly() {
     sleep 1
     if [ "$SECONDS" -ge "$next" ]; then
       say "$version: $what running, $((SECONDS - t0)) s"
-      next=$((next + 30))
+      next=$((next + 25))
     fi
   done
   wait "$child" || rc=$?
@@ -97,6 +93,9 @@ kept() {
   say "$version: the lockfile keeps every pin; added for argo-ui: ${added:-nothing}"
 }
 
+quietly "$work/mod.json" "go mod download $module@$version" sh -c 'cd / && exec go mod download -json "$1"' sh "$module@$version"
+moddir="$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' "$work/mod.json")"
+[ -d "$moddir/ui" ] || fail "no ui/ in the module $module@$version ($moddir)"
 cp -r "$moddir/ui" "$work/ui"
 chmod -R u+w "$work/ui"
 cd "$work/ui"
@@ -110,8 +109,8 @@ pnpm)
   [ -n "$v" ] || fail "ui/package.json names no pnpm version in packageManager"
   run=(npx --yes "pnpm@$v")
   # Without auto-install-peers, pnpm adds what argo-ui ad616de itself depends on and nothing
-  # else (with it, it would also install foundation-sites' missing optional peer motion-ui,
-  # which upstream's lockfile leaves out, and sass-embedded through it).
+  # else (with it, it would also install foundation-sites' missing peer motion-ui, which
+  # upstream's lockfile leaves out, and sass-embedded through it).
   export pnpm_config_store_dir="$bin/pnpm-store" pnpm_config_cache_dir="$bin/pnpm-cache" \
     pnpm_config_auto_install_peers=false
   flags=(--prefer-offline --reporter=append-only)
@@ -131,7 +130,8 @@ yarn)
   ;;
 esac
 
-# NODE_ENV=production as upstream's Dockerfile: otherwise webpack.config.js adds source maps.
+# NODE_ENV=production as upstream's Dockerfile: otherwise webpack.config.js builds for development
+# (eval-source-map; v3.6.2 also adds React Fast Refresh).
 quietly "$work/build.log" "webpack build" env -u CODECOV_TOKEN NODE_ENV=production NODE_ONLINE_ENV=offline \
   ARGO_VERSION="$version" NODE_OPTIONS=--max_old_space_size=8192 "${run[@]}" run build
 
@@ -146,4 +146,7 @@ cp -r dist/app "$dest.new"
 rm -rf "$dest" "$dest.stamp"
 mv "$dest.new" "$dest"
 echo "$stamp" >"$dest.stamp"
+# node_modules is hundreds of MB of small files: removing it can take a minute on a busy machine.
+cd /
+quietly /dev/null "removing the scratch folder" rm -rf "$work"
 say "built the Argo CD $version UI in $((SECONDS - start)) s ($(du -sh "$dest" | cut -f1), $main $(du -k "$dest/$main" | cut -f1) KiB)"
