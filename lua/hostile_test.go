@@ -16,7 +16,7 @@ import (
 )
 
 // argoLuaTimeout is the deadline Argo CD's util/lua runLua puts on every
-// evaluation (v2.14.21 and v3.2.12 alike: context.WithTimeout(…, 1*time.Second)).
+// evaluation (v2.14.21, v3.4.7 and v3.6.2 alike: context.WithTimeout(…, 1*time.Second)).
 // The clock starts before Argo CD converts the object into Lua tables
 // (decodeValue) and the compile of the script, neither of which checks it, so
 // both count against it; the context only stops the VM between instructions.

@@ -177,4 +177,4 @@ for m in github.com/cert-manager/cert-manager@v1.19.4 \
   # Outside any module, so the tools module's go.sum is left alone. v3.6.2's go.mod names Go 1.27.
   (cd / && GOTOOLCHAIN=go1.27.3 go mod download "$m")
 done
-say "done; binaries in $bin"
+say "done in $SECONDS s; binaries in $bin"
