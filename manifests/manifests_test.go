@@ -426,14 +426,21 @@ func TestUIExtensionAppView(t *testing.T) {
 	spokeApp := map[string]any{"metadata": map[string]any{"name": "spoke-gpu-east-1", "namespace": "argocd", "labels": map[string]any{"spokeforge.io/cluster": "gpu-east-1"}},
 		"status": map[string]any{"resources": []any{
 			map[string]any{"version": "v1", "kind": "Namespace", "name": "inference"}, onboardingRef}}}
-	registry := func(labels any, childHealth string, extra ...any) map[string]any {
+	registry := func(labels any, extra ...any) map[string]any {
 		return map[string]any{"metadata": map[string]any{"name": "registry-gpu-east-1", "namespace": "argocd", "labels": labels},
 			"status": map[string]any{"resources": append([]any{
 				map[string]any{"group": "external-secrets.io", "version": "v1", "kind": "ExternalSecret", "namespace": "argocd", "name": "cluster-gpu-east-1"},
+				// As Argo CD v3 keeps it: no health here (resourceHealthSource: appTree). A
+				// health written here anyway is ignored; the tree's is read.
 				map[string]any{"group": "argoproj.io", "version": "v1alpha1", "kind": "Application", "namespace": "argocd", "name": "spoke-gpu-east-1",
-					"status": "Synced", "health": map[string]any{"status": childHealth}},
+					"status": "Synced", "health": map[string]any{"status": "Unknown"}},
 				map[string]any{"group": "argoproj.io", "version": "v1alpha1", "kind": "Application", "namespace": "argocd", "name": "gpu-east-1-inference"},
 			}, extra...)}}
+	}
+	// tree is the app-of-apps' resource tree, where the UI (and the view) finds the child's health.
+	tree := func(childHealth string) map[string]any {
+		return map[string]any{"nodes": []any{map[string]any{"group": "argoproj.io", "version": "v1alpha1", "kind": "Application",
+			"namespace": "argocd", "name": "spoke-gpu-east-1", "health": map[string]any{"status": childHealth}}}}
 	}
 	labelled := map[string]any{"spokeforge.io/cluster": "gpu-east-1"}
 	both := func(app, resource map[string]any) map[string]any {
@@ -442,25 +449,25 @@ func TestUIExtensionAppView(t *testing.T) {
 	scenarios := map[string]any{
 		// Read, refreshed by the timer (the Onboarding already found), then read again at once,
 		// child and all, when the child's health changes in the app-of-apps.
-		"app of apps": map[string]any{"application": registry(labelled, "Degraded"), "routes": both(ok(spokeApp), onboarding(failing)),
-			"later": both(ok(spokeApp), onboarding(ready)), "update": registry(labelled, "Healthy")},
+		"app of apps": map[string]any{"application": registry(labelled), "tree": tree("Degraded"), "routes": both(ok(spokeApp), onboarding(failing)),
+			"later": both(ok(spokeApp), onboarding(ready)), "update": registry(labelled), "updateTree": tree("Healthy")},
 		"spoke application": map[string]any{"application": spokeApp, "routes": map[string]any{url(resourceGET): onboarding(failing)}},
 		"workload application": map[string]any{"application": map[string]any{"metadata": map[string]any{"name": "gpu-east-1-inference", "namespace": "argocd", "labels": labelled},
 			"status": map[string]any{"resources": []any{map[string]any{"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "inference", "name": "server"}}}}},
-		"app of apps without its label":  map[string]any{"application": registry(nil, "Healthy")},
-		"app of apps of another cluster": map[string]any{"application": registry(map[string]any{"spokeforge.io/cluster": "gpu-west-2"}, "Healthy")},
-		"forbidden": map[string]any{"application": registry(labelled, "Healthy"), "routes": map[string]any{
+		"app of apps without its label":  map[string]any{"application": registry(nil)},
+		"app of apps of another cluster": map[string]any{"application": registry(map[string]any{"spokeforge.io/cluster": "gpu-west-2"})},
+		"forbidden": map[string]any{"application": registry(labelled), "routes": map[string]any{
 			url(appGET): map[string]any{"status": 403, "body": `{"error":"permission denied","code":7,"message":"permission denied: applications, get, default/spoke-gpu-east-1"}`}}},
-		"no Onboarding yet": map[string]any{"application": registry(labelled, "Progressing"),
+		"no Onboarding yet": map[string]any{"application": registry(labelled),
 			"routes": map[string]any{url(appGET): ok(map[string]any{"metadata": map[string]any{"name": "spoke-gpu-east-1"}, "status": map[string]any{}})}},
-		"not JSON":        map[string]any{"application": registry(labelled, "Healthy"), "routes": map[string]any{url(appGET): map[string]any{"status": 200, "body": "<html>"}}},
-		"manifest broken": map[string]any{"application": registry(labelled, "Healthy"), "routes": both(ok(spokeApp), ok(map[string]any{"manifest": "{"}))},
-		"network down":    map[string]any{"application": registry(labelled, "Healthy"), "routes": map[string]any{url(appGET): map[string]any{"status": 0}}},
+		"not JSON":        map[string]any{"application": registry(labelled), "routes": map[string]any{url(appGET): map[string]any{"status": 200, "body": "<html>"}}},
+		"manifest broken": map[string]any{"application": registry(labelled), "routes": both(ok(spokeApp), ok(map[string]any{"manifest": "{"}))},
+		"network down":    map[string]any{"application": registry(labelled), "routes": map[string]any{url(appGET): map[string]any{"status": 0}}},
 		// A good read, then an error: the ladder stays, with the error above it.
-		"error after a read": map[string]any{"application": registry(labelled, "Healthy"), "routes": both(ok(spokeApp), onboarding(failing)),
+		"error after a read": map[string]any{"application": registry(labelled), "routes": both(ok(spokeApp), onboarding(failing)),
 			"later": both(ok(spokeApp), map[string]any{"status": 500, "body": `{"message":"cluster unreachable"}`})},
 		// A status from the spoke written to hurt, as in TestUIExtensionHostileStatus.
-		"hostile status": map[string]any{"application": registry(labelled, "Healthy"), "routes": both(ok(spokeApp),
+		"hostile status": map[string]any{"application": registry(labelled), "routes": both(ok(spokeApp),
 			onboarding(map[string]any{"__proto__": map[string]any{"firstFailedBoundary": "Identity"}, "conditions": map[string]any{"constructor": 1}, "toString": "x"}))},
 		// Hub data written to hurt: no view, or one that reads only through Argo CD's API.
 		"hostile application": map[string]any{"application": map[string]any{"metadata": map[string]any{"name": "registry-x", "labels": map[string]any{"spokeforge.io/cluster": "__proto__"}},
@@ -468,7 +475,7 @@ func TestUIExtensionAppView(t *testing.T) {
 		"cluster name with slashes": map[string]any{"application": map[string]any{"metadata": map[string]any{"name": "registry-x", "namespace": "argocd",
 			"labels": map[string]any{"spokeforge.io/cluster": "x/../../settings"}},
 			"status": map[string]any{"resources": []any{map[string]any{"group": "argoproj.io", "kind": "Application", "name": "spoke-x/../../settings", "namespace": "argocd"}}}}},
-		"closed while reading": map[string]any{"application": registry(labelled, "Healthy"), "routes": map[string]any{url(appGET): map[string]any{"status": 200, "body": js(spokeApp), "hold": true}},
+		"closed while reading": map[string]any{"application": registry(labelled), "routes": map[string]any{url(appGET): map[string]any{"status": 200, "body": js(spokeApp), "hold": true}},
 			"closeEarly": true},
 	}
 	var got struct {
@@ -496,7 +503,7 @@ const view = ui.appViews[0];
     try {
       r.display = view.shouldDisplay(sc.application);
       if (!r.display) continue;
-      const root = ui.mount(view.component, {application: sc.application, tree: {nodes: []}});
+      const root = ui.mount(view.component, {application: sc.application, tree: sc.tree || {nodes: []}});
       r.first = root.render();
       if (!sc.closeEarly) {
         await ui.settle();
@@ -507,7 +514,7 @@ const view = ui.appViews[0];
         await ui.settle();
         r.refreshed = root.render();
         if (sc.update) {
-          root.update({application: sc.update, tree: {nodes: []}});
+          root.update({application: sc.update, tree: sc.updateTree || {nodes: []}});
           await ui.settle();
           r.update = root.render();
         }

@@ -253,21 +253,29 @@
   const REFRESH_MS = 15000;
   const isKind = (r, group, kind) => get(r, 'group') === group && get(r, 'kind') === kind && str(get(r, 'name')) !== '';
   const ref = (r) => ({name: str(get(r, 'name')), namespace: str(get(r, 'namespace')), version: str(get(r, 'version'))});
-  const stateOfResource = (r) => str(get(get(r, 'health'), 'status')) + '/' + str(get(r, 'status'));
+  // watchedState: the resource's health and sync status, which trigger a read at once when they change.
+  // Health comes from the resource tree: since v3.0 Argo CD keeps none in status.resources
+  // (resourceHealthSource: appTree).
+  const watchedState = (r, tree) => {
+    const node = arr(get(tree, 'nodes')).find((n) => str(get(n, 'group')) === str(get(r, 'group')) && get(n, 'kind') === get(r, 'kind') &&
+      get(n, 'name') === get(r, 'name') && str(get(n, 'namespace')) === str(get(r, 'namespace')));
+    return str(get(get(node, 'health'), 'status')) + '/' + str(get(r, 'status'));
+  };
 
-  // sourceOf: the Application whose Onboarding the view of app shows, or null for none.
-  const sourceOf = (app) => {
+  // sourceOf: the Application whose Onboarding the view of app (with its resource tree) shows, or
+  // null for none.
+  const sourceOf = (app, tree) => {
     const meta = get(app, 'metadata');
     const name = str(get(meta, 'name'));
     const namespace = str(get(meta, 'namespace'));
     const resources = arr(get(get(app, 'status'), 'resources'));
     if (!name) return null;
     const own = resources.find((r) => isKind(r, 'spokeforge.io', 'Onboarding'));
-    if (own) return {app: name, appNamespace: namespace, onboarding: ref(own), via: '', state: stateOfResource(own)};
+    if (own) return {app: name, appNamespace: namespace, onboarding: ref(own), via: '', state: watchedState(own, tree)};
     const cluster = str(get(get(meta, 'labels'), 'spokeforge.io/cluster'));
     const child = cluster ? resources.find((r) => isKind(r, 'argoproj.io', 'Application') && get(r, 'name') === 'spoke-' + cluster) : undefined;
     if (!child) return null;
-    return {app: 'spoke-' + cluster, appNamespace: str(get(child, 'namespace')) || namespace, onboarding: null, via: name, state: stateOfResource(child)};
+    return {app: 'spoke-' + cluster, appNamespace: str(get(child, 'namespace')) || namespace, onboarding: null, via: name, state: watchedState(child, tree)};
   };
   const shouldDisplay = (app) => {
     try {
@@ -317,7 +325,7 @@
       }));
 
   const AppView = (props) => {
-    const src = sourceOf(get(props, 'application'));
+    const src = sourceOf(get(props, 'application'), get(props, 'tree'));
     // The last Onboarding read, when, and the last error (cleared by a good read).
     const [read, setRead] = React.useState({resource: undefined, at: '', error: ''});
     const key = src ? [src.app, src.appNamespace, src.state, JSON.stringify(src.onboarding)].join('\n') : '';
