@@ -224,6 +224,37 @@ spec:
 		}
 	}
 
+	// Registration follows the spoke Application's own health (status.health; Argo CD v3 keeps
+	// none per resource in status.resources): its one resource deleted on the spoke makes it
+	// Missing (v3.4+: all of its resources are), so spoke is no longer registered. The zone
+	// placed there stays placed, sticky, with its Application; it is placed plainly again once
+	// the spoke Application is Healthy.
+	if err := h.Spoke.Client.CoreV1().ConfigMaps("default").Delete(ctx, "spoke-registered", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlacement := func(what, zone, want string) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			got := placements(t, ctx, base, token)[zone]
+			if strings.HasPrefix(got, want) {
+				t.Logf("%s: %s: %s", what, zone, got)
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: placement of %s = %q, want %q…", what, zone, got, want)
+			}
+			time.Sleep(2 * time.Second)
+		}
+	}
+	waitPlacement("spoke Application not Healthy", "web-prod",
+		"placed: placed earlier on cluster spoke, kept while it is not registered: Application spoke-spoke is Missing, not Healthy")
+	waitApps("while spoke is not registered", []string{"product-web-prod"}, nil)
+	if err := h.SyncApp(ctx, "spoke-spoke", 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	waitPlacement("spoke Application Healthy again", "web-prod", "placed: cluster spoke is registered")
+
 	// Git withdraws a zone: acme no longer allowlists spoke.
 	if err := repo.Commit("acme: drop spoke", map[string]string{"orgs/acme.yaml": org("acme", "edge")}); err != nil {
 		t.Fatal(err)
