@@ -133,10 +133,9 @@ build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/
 # writable copy of the Argo CD module ($bin/../src/argo-cd-VERSION; the module cache and the
 # checkout stay untouched) holding the web UI: argocd-server reads index.html only from the
 # files embedded at build time (ui/dist/app, empty in the module), so the UI built by
-# hack/e2e/ui.sh ($bin/argocd-ui-VERSION) goes there. Files in hack/e2e/_argocd-patches/VERSION,
-# if that folder exists, are added to the copy too.
+# hack/e2e/ui.sh ($bin/argocd-ui-VERSION) goes there.
 argocd_workspace() {
-  local v="$1" patches="$root/hack/e2e/_argocd-patches/$1"
+  local v="$1"
   local major="${v%%.*}" src="$bin/../src/argo-cd-$v" mod
   mod="$(argocd_module "$v")"
   if [ ! -d "$src" ]; then
@@ -145,7 +144,6 @@ argocd_workspace() {
     cp -r "$(cd "$mod" && go list -m -f '{{.Dir}}' "github.com/argoproj/argo-cd/$major")" "$src.tmp"
     chmod -R u+w "$src.tmp" && mv "$src.tmp" "$src"
   fi
-  if [ -d "$patches" ]; then cp -r "$patches/." "$src/"; fi
   rm -rf "$src/ui/dist/app"
   cp -r "$bin/argocd-ui-$v" "$src/ui/dist/app"
   printf 'go %s\n\nuse %s\n\nreplace github.com/argoproj/argo-cd/%s %s => %s\n' \
@@ -159,9 +157,6 @@ for v in "${versions[@]}"; do
   "$root/hack/e2e/ui.sh" "$v" "$bin/argocd-ui-$v"
   stamp="argo-cd-$v-own-module+ui-$(cat "$bin/argocd-ui-$v.stamp")"
   if [ "$v" = v3.4.7 ]; then stamp="$stamp+engine-${engine_stamp:0:12}"; fi
-  if [ -d "$root/hack/e2e/_argocd-patches/$v" ]; then
-    stamp="$stamp+patches-$(cd "$root/hack/e2e/_argocd-patches/$v" && find . -type f | sort | xargs sha256sum | sha256sum | cut -c1-12)"
-  fi
   toolchain="$(argocd_toolchain "$v")"
   work="$(GOTOOLCHAIN="$toolchain" argocd_workspace "$v")"
   GOTOOLCHAIN="$toolchain" GOWORK="$work" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \

@@ -114,6 +114,9 @@ type Hub struct {
 	BinDir string // the binary cache
 	// ArgoCDVersion is the Argo CD release running (ArgoCDVersion()).
 	ArgoCDVersion string
+	// argoCDDir is that release's Go module in the module cache: its scripts, CRDs and
+	// install manifests.
+	argoCDDir string
 	// PathDir is put first on the PATH of the Argo CD processes: the argocd-* symlinks and
 	// spokeforge.
 	PathDir string
@@ -376,8 +379,9 @@ func (h *Hub) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	h.argoCDDir = argo
 	for _, name := range []string{"git-verify-wrapper.sh", "gpg-wrapper.sh"} {
-		script, err := os.ReadFile(filepath.Join(argo, "hack", name))
+		script, err := os.ReadFile(filepath.Join(h.argoCDDir, "hack", name))
 		if err != nil {
 			return err
 		}
@@ -684,10 +688,7 @@ spec:
 // argocd-cm, argocd-rbac-cm, argocd-secret, the default AppProject and the spoke's cluster
 // Secret.
 func (h *Hub) setupHub(ctx context.Context) error {
-	argo, err := ModuleDir(argoCDModules[h.ArgoCDVersion])
-	if err != nil {
-		return err
-	}
+	argo := h.argoCDDir
 	crds, _ := filepath.Glob(filepath.Join(argo, "manifests", "crds", "*-crd.yaml"))
 	if len(crds) == 0 {
 		return fmt.Errorf("no Argo CD CRDs in %s/manifests/crds", argo)
