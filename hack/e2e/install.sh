@@ -83,7 +83,7 @@ build() {
   fi
   say "building $name ($stamp) into $bin (slow step: minutes on 2 cores)"
   local start=$SECONDS
-  (cd "$dir" && ticking "go build $name" go build -ldflags "$ldflags" -o "$bin/$name.tmp" "$pkg")
+  (cd "$dir" && ticking "go build $name" go build -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
   mv "$bin/$name.tmp" "$bin/$name"
   echo "$stamp" >"$bin/$name.stamp"
   say "built $name in $((SECONDS - start))s"

@@ -3,7 +3,7 @@
 # is waiting on reconciliation, and each test has its own hub), each output line prefixed with
 # its release. Prints each release's wall time; fails if any release failed. A release runs only
 # the tests E2E_RUN_<release> names (go test -run), when that is set: E2E_RUN_v3_4_7=… for v3.4.7.
-#   test/e2e/run.sh VERSION... -- GO_TEST_ARGS...
+#   test/e2e/run.sh VERSION... -- GO_TEST_RUN_FLAGS... (-v, -count, -timeout, -parallel, -run)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 versions=()
@@ -12,6 +12,18 @@ shift || true
 go="${GO:-go}"
 status="$(mktemp -d)"
 trap 'rm -rf "$status"' EXIT
+# One test binary for every release: two go test processes would each compile and link it.
+# Without go test's vet (make vet covers the harness); the binary takes go test's run flags
+# as -test.NAME, and runs in the package's folder, as go test runs it.
+"$go" test -c -vet=off -tags e2e -o "$status/e2e.test" ./test/e2e/ || exit 1
+args=()
+for a in "$@"; do
+  case "$a" in
+  -test.*) args+=("$a") ;;
+  -*) args+=("-test.${a#-}") ;;
+  *) args+=("$a") ;;
+  esac
+done
 # Each release its own slice of the loopback ports below the ephemeral range (test/e2e/proc.go):
 # two test processes cannot see which ports the other has picked but not yet bound.
 slot=0
@@ -22,13 +34,11 @@ for v in "${versions[@]}"; do
   (
     start=$SECONDS
     export E2E_PORT_RANGE="$lo-$(( lo + width ))"
-    # One package, so that go test streams -v output instead of holding it to the end (the
-    # harness's own packages, fakeaws and demo, are built and tested by make test).
     # E2E_RUN_<version, dots as underscores> narrows that release to the tests it names (-run).
     var="E2E_RUN_${v//./_}"
     only=()
-    if [ -n "${!var:-}" ]; then only=(-run "${!var}"); fi
-    ARGOCD_VERSION="$v" "$go" test -tags e2e "$@" "${only[@]}" ./test/e2e/ 2>&1
+    if [ -n "${!var:-}" ]; then only=(-test.run "${!var}"); fi
+    (cd test/e2e && ARGOCD_VERSION="$v" "$status/e2e.test" "${args[@]}" "${only[@]}") 2>&1
     rc=$?
     echo "=== e2e on Argo CD $v: exit $rc after $((SECONDS - start)) s"
     echo "$rc" >"$status/$v"
