@@ -2,12 +2,11 @@
 # Installs what the end-to-end suite (test/e2e) needs, idempotently:
 #   - Debian packages etcd-server, redis-server, git, gcc, nodejs, npm, chromium (apt-get;
 #     needs root or sudo; quiet unless it fails)
-#   - kube-apiserver v1.31.0, built from the tools module test/e2e/tools, and the Argo CD
-#     multi-call binaries argocd-v3.6.2 (test/e2e/tools/argocd-v3.6) and argocd-v3.4.7
-#     (test/e2e/tools/argocd-v3.4), into the binary cache (reused when present). Each is a
-#     module of its own: in one, MVS gives kube-apiserver Argo CD's newer
-#     structured-merge-diff and server-side apply panics. v3.6 needs Go 1.27
-#     (GOTOOLCHAIN=go1.27.3, fetched from the module proxy, for that module only). v3.4.7's
+#   - the Argo CD multi-call binaries argocd-v3.6.2 (tools module test/e2e/tools/argocd-v3.6)
+#     and argocd-v3.4.7 (test/e2e/tools/argocd-v3.4), then kube-apiserver v1.37.0 (from v3.6.2's
+#     module, whose Kubernetes it is: the two share their compiled k8s.io packages), into the
+#     binary cache (reused when present). v3.6 needs Go 1.27 (GOTOOLCHAIN=go1.27.3, fetched
+#     from the module proxy, for that module only). v3.4.7's
 #     engine is unpacked from hack/e2e/vendor (its module zip leaves it out). Each embeds its web
 #     UI, built once per version by hack/e2e/ui.sh into the cache as argocd-ui-VERSION.
 # ARGOCD_VERSION=v3.6.2 or v3.4.7 builds only that Argo CD; unset, both.
@@ -120,14 +119,9 @@ if [ "$(cat "$engine_dir/.spokeforge-stamp" 2>/dev/null)" != "$engine_stamp" ]; 
 fi
 
 say "downloading tools module dependencies"
-(cd "$tools" && go mod download)
 for v in "${versions[@]}"; do
   (cd "$(argocd_module "$v")" && GOTOOLCHAIN="$(argocd_toolchain "$v")" ticking "go mod download (Argo CD $v)" go mod download)
 done
-
-kv=k8s.io/component-base/version
-build "$tools" kube-apiserver "kubernetes-v1.31.0-own-module" k8s.io/kubernetes/cmd/kube-apiserver \
-  "-X $kv.gitVersion=v1.31.0 -X $kv.gitMajor=1 -X $kv.gitMinor=31 -X $kv.gitTreeState=clean"
 
 # argocd_workspace VERSION: prints a go.work that builds the version's tools module against a
 # writable copy of the Argo CD module ($bin/../src/argo-cd-VERSION; the module cache and the
@@ -162,6 +156,12 @@ for v in "${versions[@]}"; do
   GOTOOLCHAIN="$toolchain" GOWORK="$work" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \
     "-X $av.version=${v#v} -X $av.gitTag=$v -X $av.gitTreeState=clean"
 done
+
+# After Argo CD v3.6.2, whose module pins it and whose k8s.io packages it reuses from the build cache.
+kv=k8s.io/component-base/version
+GOTOOLCHAIN=go1.27.3 build "$tools/argocd-v3.6" kube-apiserver "kubernetes-v1.37.0-argocd-v3.6.2-module" \
+  k8s.io/kubernetes/cmd/kube-apiserver \
+  "-X $kv.gitVersion=v1.37.0 -X $kv.gitMajor=1 -X $kv.gitMinor=37 -X $kv.gitTreeState=clean"
 
 # --- CRD source modules (spoke CRDs) and the releases' install manifests ------------------
 for m in github.com/cert-manager/cert-manager@v1.19.4 \

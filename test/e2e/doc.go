@@ -16,8 +16,8 @@
 //	go test -tags e2e -count=1 -timeout 40m ./test/e2e/...
 //
 // or `make e2e` (test/e2e/e2e.mk). hack/e2e/install.sh installs etcd-server, redis-server and
-// git from Debian and builds kube-apiserver and argocd from the tools module test/e2e/tools
-// into the binary cache, $SPOKEFORGE_E2E_BIN or "$(go env GOCACHE)/../spokeforge-e2e/bin".
+// git from Debian and builds argocd and kube-apiserver from the tools modules under
+// test/e2e/tools into the binary cache, $SPOKEFORGE_E2E_BIN or "$(go env GOCACHE)/../spokeforge-e2e/bin".
 // SPOKEFORGE_E2E_KEEP=1 keeps the work folder (logs, kubeconfigs, data) after the run; on
 // failure the logs are always kept and their folder is printed.
 package e2e

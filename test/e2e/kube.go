@@ -159,6 +159,9 @@ func (h *Hub) startAPIServer(ctx context.Context, c *Cluster) error {
 		"--etcd-prefix=" + c.etcdPrefx,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
+		// v1.37 refuses a loopback advertise address to its endpoint reconciler; nothing here reads
+		// the kubernetes Service's endpoints.
+		"--endpoint-reconciler-type=none",
 		fmt.Sprintf("--secure-port=%d", c.port),
 		"--tls-cert-file=" + certPath,
 		"--tls-private-key-file=" + keyPath,

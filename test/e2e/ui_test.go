@@ -83,7 +83,7 @@ func TestUIContracts(t *testing.T) {
 	t.Logf("UI: the open Contracts tab showed every boundary holding %s after the agent started: %s", time.Since(agentStart).Round(time.Millisecond), l)
 	b.waitFor(t, "app health Healthy", 2*time.Minute, appHealth, contains("Healthy"))
 	b.waitFor(t, "the Onboarding's health message", time.Minute, onboardingHealthTitle, contains("Healthy: all onboarding contracts hold"))
-	if !strings.Contains(l.Connected, "Kubernetes v1.31.0, 2 nodes") {
+	if !strings.Contains(l.Connected, "Kubernetes v1.37.0, 2 nodes") {
 		t.Errorf("Connected facts: %q", l.Connected)
 	}
 
@@ -197,7 +197,7 @@ spec:
 	}
 	l = b.waitLadder(t, "the Contracts app view of "+registryApp, 2*time.Minute, func(l ladder) bool { return l.count("holds") == 7 && l.AllHold })
 	t.Logf("UI: the Contracts app view of %s showed every boundary holding %s after navigating: %s", registryApp, time.Since(viewStart).Round(time.Millisecond), l)
-	if !strings.Contains(l.Connected, "Kubernetes v1.31.0, 2 nodes") {
+	if !strings.Contains(l.Connected, "Kubernetes v1.37.0, 2 nodes") {
 		t.Errorf("app view: Connected facts: %q", l.Connected)
 	}
 
