@@ -42,6 +42,6 @@ bench:
 # helm and kustomize sources, on the e2e hub (docs/benchmarks.md).
 bench-e2e: e2e-install
 	test/bench/build-tools.sh >/dev/null
-	SPOKEFORGE_E2E_BENCH=1 $(GO) test -tags e2e -count=1 -timeout 20m -run '^TestBenchRepoServer$$' -v ./test/e2e/
+	SPOKEFORGE_E2E_BENCH=1 $(GO) test -tags e2e,bench -count=1 -timeout 20m -run '^TestBenchRepoServer$$' -v ./test/e2e/
 
 include test/e2e/e2e.mk

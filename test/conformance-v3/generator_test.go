@@ -76,13 +76,29 @@ func serve(t *testing.T, h generator.Hub) string {
 	return ts.URL
 }
 
+// shippedTokenRef is the token reference of manifests/generator's ConfigMap: Argo CD's own
+// lookup below must resolve it to the Secret its kustomization generates
+// (spokeforge-generator-token, key token; manifests/generator_test.go checks the bundle).
+func shippedTokenRef(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "manifests/generator/plugin-configmap.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data["token"]
+}
+
 // argoGenerate runs Argo CD v3's plugin generator (its ConfigMap and token Secret lookup
 // through the controller-runtime client — v3's constructor takes no clientset — and its
 // HTTP client) and template renderer for the example ApplicationSet in file.
 func argoGenerate(t *testing.T, url, token, file string) ([]argov1alpha1.Application, error) {
 	t.Helper()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "spokeforge-generator", Namespace: "argocd"},
-		Data: map[string]string{"baseUrl": url, "token": "$spokeforge-generator-token:token", "requestTimeout": "30"}}
+		Data: map[string]string{"baseUrl": url, "token": shippedTokenRef(t), "requestTimeout": "30"}}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "spokeforge-generator-token", Namespace: "argocd",
 		Labels: map[string]string{"app.kubernetes.io/part-of": "argocd"}}, Data: map[string][]byte{"token": []byte(token)}}
 	cl := fake.NewClientBuilder().WithObjects([]client.Object{cm, sec}...).Build()
@@ -94,6 +110,12 @@ func argoGenerate(t *testing.T, url, token, file string) ([]argov1alpha1.Applica
 	var as argov1alpha1.ApplicationSet
 	if err := yaml.UnmarshalStrict(b, &as); err != nil {
 		t.Fatalf("%s: Argo CD v3's ApplicationSet type refuses it: %v", file, err)
+	}
+	if !as.Spec.GoTemplate || as.Spec.SyncPolicy == nil || !as.Spec.SyncPolicy.PreserveResourcesOnDeletion {
+		t.Fatalf("%s: want goTemplate and syncPolicy.preserveResourcesOnDeletion", file)
+	}
+	if g := as.Spec.Generators; len(g) != 1 || g[0].Plugin == nil || g[0].Plugin.RequeueAfterSeconds == nil || *g[0].Plugin.RequeueAfterSeconds != 60 {
+		t.Fatalf("%s: want one plugin generator with requeueAfterSeconds: 60", file)
 	}
 	logger := log.New()
 	logger.SetOutput(os.Stderr)
@@ -111,6 +133,9 @@ func appNames(apps []argov1alpha1.Application) string {
 	return strings.Join(n, ",")
 }
 
+// environments: each example cluster record's spec.environment.
+var environments = map[string]string{"gpu-east-1": "prod", "gpu-west-2": "staging", "hub-local": "prod"}
+
 func TestArgoCDv3GeneratesClusters(t *testing.T) {
 	apps, err := argoGenerate(t, serve(t, hub{}), testToken, "clusters-appset.yaml")
 	if err != nil {
@@ -123,15 +148,17 @@ func TestArgoCDv3GeneratesClusters(t *testing.T) {
 		cluster := strings.TrimPrefix(a.Name, "registry-")
 		s := a.Spec
 		for what, gw := range map[string][2]string{
-			"namespace":                   {a.Namespace, "argocd"},
-			"label spokeforge.io/cluster": {a.Labels["spokeforge.io/cluster"], cluster},
-			"sync wave":                   {a.Annotations["argocd.argoproj.io/sync-wave"], "50"},
-			"project":                     {s.Project, "default"},
-			"repoURL":                     {s.Source.RepoURL, testSource.RepoURL},
-			"targetRevision":              {s.Source.TargetRevision, "main"},
-			"path":                        {s.Source.Path, "clusters/" + cluster},
-			"destination server":          {s.Destination.Server, names.InClusterServer},
-			"destination namespace":       {s.Destination.Namespace, "argocd"},
+			"namespace":                       {a.Namespace, "argocd"},
+			"label spokeforge.io/cluster":     {a.Labels["spokeforge.io/cluster"], cluster},
+			"sync wave":                       {a.Annotations["argocd.argoproj.io/sync-wave"], "50"},
+			"project":                         {s.Project, "default"},
+			"repoURL":                         {s.Source.RepoURL, testSource.RepoURL},
+			"targetRevision":                  {s.Source.TargetRevision, "main"},
+			"path":                            {s.Source.Path, "clusters/" + cluster},
+			"label spokeforge.io/environment": {a.Labels["spokeforge.io/environment"], environments[cluster]},
+			"destination server":              {s.Destination.Server, names.InClusterServer},
+			"destination name":                {s.Destination.Name, ""},
+			"destination namespace":           {s.Destination.Namespace, "argocd"},
 		} {
 			if gw[0] != gw[1] {
 				t.Errorf("%s %s = %q, want %q", a.Name, what, gw[0], gw[1])
@@ -164,14 +191,34 @@ func TestArgoCDv3GeneratesZones(t *testing.T) {
 	if got := appNames(apps); got != "product-checkout-prod,product-checkout-rc,product-trainer-staging" {
 		t.Fatalf("Applications %s (checkout-west is not on acme's allowlist)", got)
 	}
-	want := map[string]argov1alpha1.ApplicationDestination{
-		"product-checkout-prod":   {Name: "gpu-east-1", Namespace: "checkout-prod"},
-		"product-checkout-rc":     {Server: names.InClusterServer, Namespace: "checkout-rc"},
-		"product-trainer-staging": {Name: "gpu-west-2", Namespace: "training"},
+	want := map[string]struct {
+		org, product, zone, env, project, path string
+		dest                                   argov1alpha1.ApplicationDestination
+	}{
+		"product-checkout-prod": {"acme", "checkout", "checkout-prod", "release", "org-acme", "products/acme/checkout/checkout-prod",
+			argov1alpha1.ApplicationDestination{Name: "gpu-east-1", Namespace: "checkout-prod"}},
+		"product-checkout-rc": {"acme", "checkout", "checkout-rc", "pre-release", "org-acme", "products/acme/checkout/checkout-rc",
+			argov1alpha1.ApplicationDestination{Server: names.InClusterServer, Namespace: "checkout-rc"}},
+		"product-trainer-staging": {"globex", "trainer", "trainer-staging", "pre-release", "org-globex", "products/globex/trainer/trainer-staging",
+			argov1alpha1.ApplicationDestination{Name: "gpu-west-2", Namespace: "training"}},
 	}
 	for _, a := range apps {
-		if a.Spec.Destination != want[a.Name] {
-			t.Errorf("%s destination = %+v, want %+v", a.Name, a.Spec.Destination, want[a.Name])
+		w, s := want[a.Name], a.Spec
+		for what, gw := range map[string][2]string{
+			"label org": {a.Labels["spokeforge.io/org"], w.org}, "label product": {a.Labels["spokeforge.io/product"], w.product},
+			"label zone": {a.Labels["spokeforge.io/zone"], w.zone}, "label environment": {a.Labels["spokeforge.io/environment"], w.env},
+			"project": {s.Project, w.project}, "repoURL": {s.Source.RepoURL, testSource.RepoURL}, "targetRevision": {s.Source.TargetRevision, "main"},
+			"path": {s.Source.Path, w.path}, "namespace": {a.Namespace, "argocd"},
+		} {
+			if gw[0] != gw[1] {
+				t.Errorf("%s %s = %q, want %q", a.Name, what, gw[0], gw[1])
+			}
+		}
+		if s.Destination != w.dest {
+			t.Errorf("%s destination = %+v, want %+v", a.Name, s.Destination, w.dest)
+		}
+		if s.Source.Plugin != nil {
+			t.Errorf("%s uses a plugin", a.Name)
 		}
 		if a.Spec.SyncPolicy == nil || len(a.Spec.SyncPolicy.SyncOptions) != 1 || a.Spec.SyncPolicy.SyncOptions[0] != "CreateNamespace=true" {
 			t.Errorf("%s syncPolicy = %+v", a.Name, a.Spec.SyncPolicy)

@@ -2,7 +2,7 @@ module github.com/spokeforge/spokeforge/test/conformance-v3
 
 // Argo CD v3.6.2 needs go 1.27: build with GOTOOLCHAIN=go1.27.3 (the Makefile and .ci/run do).
 // Tidy with `go mod tidy -e`: tidy also loads the tests of the packages it imports, and the tests
-// of spokeforge's generator and lua packages import Argo CD v2.14, whose gitops-engine imports
+// of spokeforge's lua package import Argo CD v2.14, whose gitops-engine imports
 // k8s.io/api/autoscaling/v2beta1 and v2beta2, which k8s.io/api v0.37.0 (the replace block below)
 // no longer has. Nothing this module builds imports them.
 go 1.27.3
