@@ -219,7 +219,7 @@ func RenderComponent(scripts []Script) (map[string][]byte, error) {
 	k.WriteString(`# A kustomize Component: include it from the overlay that installs Argo CD,
 #
 #   resources:
-#   - https://raw.githubusercontent.com/argoproj/argo-cd/v2.14.21/manifests/install.yaml
+#   - https://raw.githubusercontent.com/argoproj/argo-cd/v3.6.2/manifests/install.yaml
 #   components:
 #   - <path-to-spokeforge>/manifests/argocd-cm
 #
