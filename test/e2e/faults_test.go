@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -34,6 +35,10 @@ func TestHarnessFaults(t *testing.T) {
 		}
 		defer l.Close()
 		wantErr(t, checkPortFree("redis", l.Addr().(*net.TCPAddr).Port), "for redis is not free")
+		// The note a hub leaves when it has to draw new ports names the holder.
+		if who := portHolder(l.Addr().(*net.TCPAddr).Port); !strings.Contains(who, fmt.Sprintf("pid %d ", os.Getpid())) {
+			t.Errorf("portHolder = %q, want this process (pid %d)", who, os.Getpid())
+		}
 	})
 	t.Run("component fails to start", func(t *testing.T) {
 		dir := t.TempDir()

@@ -343,24 +343,13 @@ func (h *Hub) Stop() {
 }
 
 func (h *Hub) start(ctx context.Context) error {
-	var pp portPool
 	portNames := []string{"etcd", "etcd peer", "kube-apiserver-hub", "kube-apiserver-spoke", "redis",
 		"argocd-repo-server", "argocd-repo-server metrics", "argocd-application-controller metrics",
 		"argocd-server", "argocd-server metrics", "argocd-applicationset-controller metrics",
 		"argocd-applicationset-controller probe", "argocd-applicationset-controller webhook"}
-	ports := make([]int, len(portNames))
-	for i := range ports {
-		p, err := pp.get()
-		if err != nil {
-			return err
-		}
-		ports[i] = p
-	}
-	pp.release()
-	for i, p := range ports {
-		if err := checkPortFree(portNames[i], p); err != nil {
-			return err
-		}
+	ports, err := hubPorts(portNames, h.LogDir)
+	if err != nil {
+		return err
 	}
 	etcdPort, etcdPeer, hubPort, spokePort, redisPort := ports[0], ports[1], ports[2], ports[3], ports[4]
 	repoPort, repoMetrics, ctrlMetrics, serverPort, serverMetrics := ports[5], ports[6], ports[7], ports[8], ports[9]

@@ -281,3 +281,94 @@ func logSummary(dir string, n int) string {
 	}
 	return b.String()
 }
+
+// hubPorts hands out one port per name, each checked free after the pool lets go of them. A
+// port something else bound in between (seen in CI: a port below the ephemeral range that no
+// process of this suite was given) is not handed out again; the hub draws a new set, up to three
+// times, and notes in logDir/ports.log what held the port, as far as /proc tells.
+func hubPorts(names []string, logDir string) ([]int, error) {
+	var lastErr error
+	for range 3 {
+		var pp portPool
+		ports := make([]int, len(names))
+		for i := range ports {
+			p, err := pp.get()
+			if err != nil {
+				pp.release()
+				return nil, err
+			}
+			ports[i] = p
+		}
+		pp.release()
+		lastErr = nil
+		for i, p := range ports {
+			if err := checkPortFree(names[i], p); err != nil {
+				lastErr = fmt.Errorf("%w (held by %s)", err, portHolder(p))
+				msg := lastErr.Error() + "; drawing new ports\n"
+				appendLog(filepath.Join(logDir, "ports.log"), msg)
+				fmt.Fprint(os.Stderr, "e2e: "+msg)
+				break
+			}
+		}
+		if lastErr == nil {
+			return ports, nil
+		}
+	}
+	return nil, lastErr
+}
+
+// portHolder names the processes with a socket bound to 127.0.0.1:port or 0.0.0.0:port, read
+// from /proc (Linux); "unknown" when it cannot tell.
+func portHolder(port int) string {
+	inodes := map[string]string{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 10 {
+				continue
+			}
+			local := fields[1]
+			if i := strings.LastIndexByte(local, ':'); i < 0 || !strings.EqualFold(local[i+1:], fmt.Sprintf("%04X", port)) {
+				continue
+			}
+			inodes["socket:["+fields[9]+"]"] = "state " + fields[3]
+		}
+	}
+	if len(inodes) == 0 {
+		return "unknown (no socket in /proc/net/tcp)"
+	}
+	var found []string
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		fds, err := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name()))
+			if state, ok := inodes[target]; err == nil && ok {
+				cmd, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+				found = append(found, fmt.Sprintf("pid %s %q, %s", p.Name(), strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " "), state))
+				break
+			}
+		}
+	}
+	if len(found) == 0 {
+		return "a socket no visible process owns (" + fmt.Sprint(len(inodes)) + " in /proc/net/tcp)"
+	}
+	return strings.Join(found, "; ")
+}
+
+// appendLog adds line to the file at path, best effort.
+func appendLog(path, line string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(line)
+}
