@@ -15,8 +15,9 @@ generate:
 	$(GO) run ./lua/gen
 	$(GO) test ./cmp/render -run TestGolden -update
 
-# The conformance tests through Argo CD v3.6.2's own code are a module of their own
-# (test/conformance-v3), so that the main module carries one Argo CD. v3.6.2 needs Go 1.27:
+# The conformance tests through Argo CD v3.6.2's own code, the Lua checks' included, are a module
+# of their own (test/conformance-v3), so that the main module's tests compile no Argo CD (only
+# the e2e,bench-tagged repo-server benchmark imports v2.14.21). v3.6.2 needs Go 1.27:
 # GOTOOLCHAIN=go1.27.3 has the go command fetch that toolchain (from the module proxy) for that
 # module only; the main module builds with the local Go.
 # go test runs without its own vet: `make vet` (run first) checks the same packages with every

@@ -60,6 +60,10 @@ type token struct {
 
 // lexLua splits src into tokens, dropping whitespace and comments. It also
 // returns the line breaks after the last token.
+//
+// test/conformance-v3/lua (FuzzMinify) keeps a copy of it and of the
+// declarations it uses, from codeLevel to isNameByte; its
+// TestCopiesOfPackageLua fails when the copy differs from them.
 func lexLua(src string) ([]token, int, error) {
 	if k := strings.IndexByte(src, '\r'); k >= 0 {
 		return nil, 0, fmt.Errorf("line %d: carriage return", 1+strings.Count(src[:k], "\n"))

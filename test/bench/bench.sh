@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: whole-process comparison of spokeforge render with helm template, kustomize
-# build and a floor (test/bench/runner), then the Go benchmarks (in-process render, Lua health
-# scripts beside Argo CD's built-in checks). Results: docs/benchmarks.md.
+# build and a floor (test/bench/runner), then the Go benchmarks (in-process render; the Lua health
+# scripts beside Argo CD's built-in checks, through Argo CD v3.6.2's Lua VM in
+# test/conformance-v3, built with GOTOOLCHAIN=go1.27.3). Results: docs/benchmarks.md.
 # Usage: test/bench/bench.sh [ROUNDS]   (default 30; SPOKEFORGE_BENCH_GO=0 skips the Go benchmarks,
 #   SPOKEFORGE_BENCH_GENERATOR=1 adds the generator's;
 #   SPOKEFORGE_BENCH_BASELINE=REV also times spokeforge built from git revision REV, e.g. main,
@@ -41,9 +42,11 @@ say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
   -cmponly "$work/spokeforge-cmponly" -rounds "$rounds" "${baseline[@]}"
 
 if [ "${SPOKEFORGE_BENCH_GO:-1}" != 0 ]; then
-  pkgs=(. ./lua)
+  pkgs=(.)
   # The generator's benchmarks (up to 10,000 clusters) take minutes: opt in.
   if [ -n "${SPOKEFORGE_BENCH_GENERATOR:-}" ]; then pkgs+=(./generator); fi
-  say "Go benchmarks: in-process render, validate, Lua health checks (${pkgs[*]})"
+  say "Go benchmarks: in-process render, validate (${pkgs[*]})"
   go test -run '^$' -bench . -benchmem -count 1 "${pkgs[@]}"
+  say "Go benchmarks: Lua health checks through Argo CD v3.6.2 (test/conformance-v3/lua)"
+  (cd test/conformance-v3 && GOTOOLCHAIN=go1.27.3 go test -run '^$' -bench . -benchmem -count 1 ./lua)
 fi

@@ -2,8 +2,9 @@
 // its cmp-server config reader and generate path for the CMP, its plugin generator client and
 // template renderer for the ApplicationSet generator, and its argocd-cm reader, health path and
 // Lua VM for the health checks, beside v3.6.2's built-in checks (health_test.go); it also builds
-// the install overlay on the v3.6.2 and v3.4.7 release manifests. It is a module of its own so
-// that the main module carries only Argo CD v2 (whose conformance tests sit beside the code in
-// cmp/, generator/ and lua/); `make test` runs both. Argo CD v3.6.2 needs Go 1.27, so this module
+// the install overlay on the v3.6.2 and v3.4.7 release manifests. Package lua (./lua) runs the Lua
+// checks' own tests and benchmarks through v3.6.2's Lua VM. It is a module of its own so that the
+// main module's tests compile no Argo CD (only its e2e repo-server benchmark, -tags e2e,bench,
+// imports Argo CD v2.14.21); `make test` runs both. Argo CD v3.6.2 needs Go 1.27, so this module
 // is built with GOTOOLCHAIN=go1.27.3 (the Makefile sets it; see go.mod).
 package conformance

@@ -22,14 +22,14 @@
 -- BEGIN sfcore (from lua/_lib/sfcore.lua by `go run ./lua/gen`: the helpers this script uses)
 -- Argo CD runs custom health scripts without the string and math libraries
 -- (only base, table, package and a safe os with time/date). Strings have no
--- metatable there, so s:sub / s:find do not exist. Argo CD also compiles the
--- whole script on every evaluation, and compiling costs per token: the fast
--- paths below are a few lines each, and what must read a string byte by byte
--- or handle what Kubernetes does not write is source text in a long string,
--- compiled only when a value needs it. Scanning such a string costs an
--- evaluation that never needs it about a tenth of what compiling it would (go
--- test ./lua -bench Health), and each helper is its own string, so a script
--- carries and compiles only the ones it uses.
+-- metatable there, so s:sub / s:find do not exist. Argo CD v3.4 also compiles
+-- the whole script on every evaluation (v3.6 once), and compiling costs per
+-- token: the fast paths below are a few lines each, and what must read a
+-- string byte by byte or handle what Kubernetes does not write is source text
+-- in a long string, compiled only when a value needs it. Scanning such a
+-- string costs an evaluation that never needs it about a tenth of what
+-- compiling it would (measured on v2.14.21, docs/benchmarks.md), and each
+-- helper is its own string, so a script carries and compiles only those it uses.
 
 -- sfMaxConditions bounds how many conditions a check reads (sfConditions):
 -- an object as large as the API server stores can hold tens of thousands,

@@ -2,14 +2,14 @@ package lua
 
 import (
 	"encoding/json"
-	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"testing"
 	"time"
 
-	argolua "github.com/argoproj/argo-cd/v2/util/lua"
+	argolua "github.com/argoproj/argo-cd/v3/util/lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/spokeforge/spokeforge/healthchecks"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 

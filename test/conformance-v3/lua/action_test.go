@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	appv1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	argolua "github.com/argoproj/argo-cd/v2/util/lua"
+	appv1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	argolua "github.com/argoproj/argo-cd/v3/util/lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -26,9 +26,10 @@ type actionTests struct {
 	} `json:"actionTests"`
 }
 
+// readObject reads the object at path, relative to lua/.
 func readObject(t *testing.T, path string) *unstructured.Unstructured {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(filepath.Join(luaDir, path))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,16 +42,17 @@ func readObject(t *testing.T, path string) *unstructured.Unstructured {
 
 // TestResourceActions runs every actions/action_test.yaml through Argo CD's
 // own action lookup, discovery and execution, in the default sandbox, with
-// the actions as the argocd-cm Component ships them.
+// the actions as the argocd-cm Component ships them (no action parameters:
+// the Component's actions take none).
 func TestResourceActions(t *testing.T) {
-	files, err := filepath.Glob("*/*/actions/action_test.yaml")
+	files, err := luaGlob("*/*/actions/action_test.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no action tests: %v", err)
 	}
 	vm := argolua.VM{ResourceOverrides: overrides(loadScripts(t))}
 	for _, f := range files {
 		dir := filepath.Dir(f)
-		b, err := os.ReadFile(f)
+		b, err := os.ReadFile(filepath.Join(luaDir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +83,7 @@ func TestResourceActions(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				impacted, err := vm.ExecuteResourceAction(obj, def.ActionLua)
+				impacted, err := vm.ExecuteResourceAction(obj, def.ActionLua, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

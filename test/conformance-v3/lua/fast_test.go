@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
-	argolua "github.com/argoproj/argo-cd/v2/util/lua"
+	argolua "github.com/argoproj/argo-cd/v3/util/lua"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	sflua "github.com/spokeforge/spokeforge/lua"
 )
 
 // TestFastPathAgreesWithSource evaluates each check that has a fast.lua, as
@@ -29,7 +31,7 @@ func TestFastPathAgreesWithSource(t *testing.T) {
 			continue
 		}
 		n++
-		fast, err := Minify(s.Fast)
+		fast, err := sflua.Minify(s.Fast)
 		if err != nil {
 			t.Fatal(err)
 		}
