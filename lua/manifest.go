@@ -10,7 +10,8 @@
 // scripts use neither string nor math. Shared helpers are kept in
 // lua/_lib/sfcore.lua; `go run ./lua/gen` copies into each script, between
 // "-- BEGIN sfcore" and "-- END sfcore" markers, verbatim, the helpers it uses
-// (Argo CD compiles a script on every evaluation, so unused helpers cost); the
+// (Argo CD up to v3.4 compiles a script on every evaluation, so unused helpers
+// cost; v3.6 compiles it once); the
 // tests fail if a copy drifts.
 //
 // RenderComponent turns the scripts into the kustomize Component under
@@ -64,7 +65,8 @@ type Script struct {
 // Shipped is the script as argocd-cm carries it and Argo CD evaluates it:
 // Source minified (see Minify), behind the kind's fast path when it has one.
 //
-// Argo CD compiles the whole script on every evaluation, and compiling costs
+// Argo CD up to v3.4 compiles the whole script on every evaluation (v3.6 caches
+// the compiled script), and compiling costs
 // per token, while scanning a long string costs a few nanoseconds a byte. So a
 // kind with a fast.lua ships it first: a few lines that return the health of
 // the common states (Healthy, a plain Degraded) when every field they read is
