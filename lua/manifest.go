@@ -11,8 +11,7 @@
 // lua/_lib/sfcore.lua; `go run ./lua/gen` copies into each script, between
 // "-- BEGIN sfcore" and "-- END sfcore" markers, verbatim, the helpers it uses
 // (Argo CD up to v3.4 compiles a script on every evaluation, so unused helpers
-// cost; v3.6 compiles it once); the
-// tests fail if a copy drifts.
+// cost; v3.6 compiles it once); the tests fail if a copy drifts.
 //
 // RenderComponent turns the scripts into the kustomize Component under
 // manifests/argocd-cm (a strategic-merge patch of the argocd-cm ConfigMap);
@@ -66,8 +65,7 @@ type Script struct {
 // Source minified (see Minify), behind the kind's fast path when it has one.
 //
 // Argo CD up to v3.4 compiles the whole script on every evaluation (v3.6 caches
-// the compiled script), and compiling costs
-// per token, while scanning a long string costs a few nanoseconds a byte. So a
+// the compiled script), and compiling costs per token, while scanning a long string costs a few nanoseconds a byte. So a
 // kind with a fast.lua ships it first: a few lines that return the health of
 // the common states (Healthy, a plain Degraded) when every field they read is
 // of the usual shape, and otherwise fall through to
