@@ -64,11 +64,12 @@ type Script struct {
 // Shipped is the script as argocd-cm carries it and Argo CD evaluates it:
 // Source minified (see Minify), behind the kind's fast path when it has one.
 //
-// Argo CD up to v3.4 compiles the whole script on every evaluation (v3.6 caches
-// the compiled script), and compiling costs per token, while scanning a long
-// string costs a few nanoseconds a byte. So a kind with a fast.lua ships it first: a few lines that return the health of
-// the common states (Healthy, a plain Degraded) when every field they read is
-// of the usual shape, and otherwise fall through to
+// Argo CD up to v3.4 compiles the whole script on every evaluation (v3.6
+// caches the compiled script), and compiling costs per token, while scanning
+// a long string costs a few nanoseconds a byte. So a kind with a fast.lua
+// ships it first: a few lines that return the health of the common states
+// (Healthy, a plain Degraded) when every field they read is of the usual
+// shape, and otherwise fall through to
 //
 //	return loadstring([===[<Source, minified>]===])()
 //
