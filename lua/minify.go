@@ -353,3 +353,20 @@ func sameTokens(src, out string) error {
 	}
 	return nil
 }
+
+// CodeStrings returns the bodies, trimmed, of src's long strings at the code level: the Lua
+// that Minify keeps as code inside loadstring (test/conformance-v3's FuzzMinify uses it to tell
+// such code from data in an error message).
+func CodeStrings(src string) ([]string, error) {
+	toks, _, err := lexLua(src)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, tok := range toks {
+		if tok.kind == tokLongString && tok.level == codeLevel {
+			out = append(out, strings.TrimSpace(tok.text[codeLevel+2:len(tok.text)-codeLevel-2]))
+		}
+	}
+	return out, nil
+}

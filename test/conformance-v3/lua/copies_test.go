@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"fmt"
 	"go/ast"
 	"go/parser"
 	gotoken "go/token"
@@ -9,28 +8,17 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	sflua "github.com/spokeforge/spokeforge/lua"
 )
 
-// FuzzMinify needs two things of package lua that are not its API: the cases of its TestMinify
-// (FuzzMinify's seeds) and its Lua lexer (for dataInCodeString, FuzzMinify's skip rule). They
-// are copied below, declaration for declaration as they are in lua/minify_test.go and
-// lua/minify.go, and TestCopiesOfPackageLua fails when a copy differs from its original.
+// FuzzMinify seeds from the cases of package lua's TestMinify, which a test file cannot export.
+// They are copied below as they are in lua/minify_test.go, and TestCopiesOfPackageLua fails when
+// the copy differs from its original.
 
 // copied names each declaration copied here and the file of package lua it comes from.
 var copied = map[string]string{
 	"minifyCases": "minify_test.go",
-	"codeLevel":   "minify.go",
-	"tokKind":     "minify.go",
-	"tokName":     "minify.go", // the const block of the token kinds
-	"token":       "minify.go",
-	"lexLua":      "minify.go",
-	"longBracket": "minify.go",
-	"longEnd":     "minify.go",
-	"scanNumber":  "minify.go",
-	"isDecimal":   "minify.go",
-	"isHex":       "minify.go",
-	"isNameStart": "minify.go",
-	"isNameByte":  "minify.go",
 }
 
 // TestCopiesOfPackageLua checks that each declaration in copied is, without its doc comment,
@@ -97,16 +85,13 @@ func declarations(t *testing.T, path string) map[string]string {
 // [==[ ]==] strings: the script used it as data, which Minify's convention
 // excludes.
 func dataInCodeString(src, msg string) bool {
-	toks, _, err := lexLua(src)
+	bodies, err := sflua.CodeStrings(src)
 	if err != nil {
 		return false
 	}
-	for _, tok := range toks {
-		if tok.kind == tokLongString && tok.level == codeLevel {
-			body := strings.TrimSpace(tok.text[codeLevel+2 : len(tok.text)-codeLevel-2])
-			if body != "" && strings.Contains(msg, body) {
-				return true
-			}
+	for _, body := range bodies {
+		if body != "" && strings.Contains(msg, body) {
+			return true
 		}
 	}
 	return false
@@ -135,217 +120,3 @@ var minifyCases = []struct{ name, src, want string }{
 	{"keywords and names", "local function f ( a , b ) return not a end\n", "local function f(a,b)return not a end\n"},
 	{"empty", "-- only a comment\n", ""},
 }
-
-// codeLevel is the long-string level that marks Lua code (see Minify).
-const codeLevel = 2
-
-type tokKind int
-
-const (
-	tokName tokKind = iota // names and keywords
-	tokNumber
-	tokString     // '…' or "…", escapes and all
-	tokLongString // [=*[…]=*]
-	tokOp
-)
-
-type token struct {
-	kind tokKind
-	text string // as in the source
-	// level is a long string's number of '='; lines is the number of line
-	// breaks between the previous token (or the start) and this one.
-	level, lines int
-}
-
-// lexLua splits src into tokens, dropping whitespace and comments. It also
-// returns the line breaks after the last token.
-func lexLua(src string) ([]token, int, error) {
-	if k := strings.IndexByte(src, '\r'); k >= 0 {
-		return nil, 0, fmt.Errorf("line %d: carriage return", 1+strings.Count(src[:k], "\n"))
-	}
-	var toks []token
-	var err error
-	lines := 0
-	line := 1
-	i := 0
-	for i < len(src) {
-		c := src[i]
-		start := i
-		switch {
-		case c == '\n':
-			lines++
-			line++
-			i++
-			continue
-		case c == ' ' || c == '\t':
-			i++
-			continue
-		case c == '\r':
-			return nil, 0, fmt.Errorf("line %d: carriage return", line)
-		case c == '-' && strings.HasPrefix(src[i:], "--"):
-			i += 2
-			if lvl, ok := longBracket(src[i:]); ok {
-				end, n, err := longEnd(src, i+lvl+2, lvl)
-				if err != nil {
-					return nil, 0, fmt.Errorf("line %d: comment: %v", line, err)
-				}
-				lines += n
-				line += n
-				i = end
-				continue
-			}
-			if strings.HasPrefix(src[i:], "[=") {
-				// gopher-lua reads --[= as the start of a long comment
-				return nil, 0, fmt.Errorf("line %d: invalid long comment", line)
-			}
-			for i < len(src) && src[i] != '\n' {
-				if src[i] == '\r' {
-					return nil, 0, fmt.Errorf("line %d: carriage return", line)
-				}
-				i++
-			}
-			continue
-		case isNameStart(c):
-			for i < len(src) && isNameByte(src[i]) {
-				i++
-			}
-			toks = append(toks, token{kind: tokName, text: src[start:i], lines: lines})
-		case isDecimal(c) || c == '.' && i+1 < len(src) && isDecimal(src[i+1]):
-			if i, err = scanNumber(src, i); err != nil {
-				return nil, 0, fmt.Errorf("line %d: %v", line, err)
-			}
-			toks = append(toks, token{kind: tokNumber, text: src[start:i], lines: lines})
-		case c == '"' || c == '\'':
-			i++
-			for {
-				if i >= len(src) || src[i] == '\n' || src[i] == '\r' {
-					return nil, 0, fmt.Errorf("line %d: unterminated string", line)
-				}
-				if src[i] == c {
-					i++
-					break
-				}
-				if src[i] == '\\' && i+1 < len(src) {
-					if src[i+1] == '\r' {
-						return nil, 0, fmt.Errorf("line %d: carriage return", line)
-					}
-					if src[i+1] == '\n' {
-						line++
-					}
-					i++
-				}
-				i++
-			}
-			toks = append(toks, token{kind: tokString, text: src[start:i], lines: lines})
-		case c == '[':
-			if lvl, ok := longBracket(src[i:]); ok {
-				end, n, err := longEnd(src, i+lvl+2, lvl)
-				if err != nil {
-					return nil, 0, fmt.Errorf("line %d: long string: %v", line, err)
-				}
-				line += n
-				i = end
-				toks = append(toks, token{kind: tokLongString, text: src[start:i], level: lvl, lines: lines})
-				break
-			}
-			if strings.HasPrefix(src[i:], "[=") {
-				return nil, 0, fmt.Errorf("line %d: invalid long string", line) // as gopher-lua reads [=
-			}
-			i++
-			toks = append(toks, token{kind: tokOp, text: "[", lines: lines})
-		default:
-			op := ""
-			for _, o := range []string{"...", "..", "==", "~=", "<=", ">=", "::"} {
-				if strings.HasPrefix(src[i:], o) {
-					op = o
-					break
-				}
-			}
-			if op == "" {
-				if !strings.ContainsRune("+-*/%^#()={}[];:,.<>", rune(c)) {
-					return nil, 0, fmt.Errorf("line %d: unexpected byte %q", line, c)
-				}
-				op = src[i : i+1]
-			}
-			i += len(op)
-			toks = append(toks, token{kind: tokOp, text: op, lines: lines})
-		}
-		lines = 0
-	}
-	return toks, lines, nil
-}
-
-// longBracket reports whether s starts with a long bracket [=*[ and its level.
-func longBracket(s string) (int, bool) {
-	if len(s) == 0 || s[0] != '[' {
-		return 0, false
-	}
-	n := 1
-	for n < len(s) && s[n] == '=' {
-		n++
-	}
-	if n < len(s) && s[n] == '[' {
-		return n - 1, true
-	}
-	return 0, false
-}
-
-// longEnd finds the ]=*] of level lvl from src[i:] and returns the index
-// after it and the line breaks before it.
-func longEnd(src string, i, lvl int) (int, int, error) {
-	closer := "]" + strings.Repeat("=", lvl) + "]"
-	k := strings.Index(src[i:], closer)
-	if k < 0 {
-		return 0, 0, fmt.Errorf("no closing %s", closer)
-	}
-	body := src[i : i+k]
-	if strings.Contains(body, "\r") {
-		return 0, 0, fmt.Errorf("carriage return")
-	}
-	return i + k + len(closer), strings.Count(body, "\n"), nil
-}
-
-// scanNumber returns the end of the number at src[i:], exactly as
-// gopher-lua's scanner reads one: 0x and hex digits; or a first byte (a digit
-// or '.'), digits, a '.' and digits, and after an e or E an optional sign, any
-// one byte and digits.
-func scanNumber(src string, i int) (int, error) {
-	if strings.HasPrefix(src[i:], "0x") || strings.HasPrefix(src[i:], "0X") {
-		i += 2
-		j := i
-		for i < len(src) && isHex(src[i]) {
-			i++
-		}
-		if i == j {
-			return 0, fmt.Errorf("illegal hexadecimal number")
-		}
-		return i, nil
-	}
-	digits := func() {
-		for i < len(src) && isDecimal(src[i]) {
-			i++
-		}
-	}
-	i++
-	digits()
-	if i < len(src) && src[i] == '.' {
-		i++
-		digits()
-	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < len(src) && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		if i < len(src) {
-			i++
-		}
-		digits()
-	}
-	return i, nil
-}
-
-func isDecimal(c byte) bool   { return '0' <= c && c <= '9' }
-func isHex(c byte) bool       { return isDecimal(c) || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
-func isNameStart(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
-func isNameByte(c byte) bool  { return isNameStart(c) || isDecimal(c) }
