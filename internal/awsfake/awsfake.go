@@ -2,8 +2,10 @@
 // checks call, on one HTTP endpoint, so tests, the e2e harness and demos
 // drive the real aws-sdk-go-v2 clients against them (AWS_ENDPOINT_URL):
 //
-//   - IAM Roles Anywhere CreateSession (X.509-signed), issuing session keys
-//     bound to the role and the certificate's serial;
+//   - IAM Roles Anywhere CreateSession (in rolesanywhere.go: the X.509
+//     request signature, the chain to a registered trust anchor, the
+//     profile and the role trust policy's conditions on the certificate),
+//     issuing session keys bound to the role and the certificate's serial;
 //   - STS GetCallerIdentity (query protocol), answering the assumed-role
 //     ARN of the session key that signed the request;
 //   - Secrets Manager CreateSecret/GetSecretValue/PutSecretValue/
@@ -28,7 +30,6 @@ package awsfake
 
 import (
 	"crypto/rand"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -73,7 +74,11 @@ type Server struct {
 
 	mu          sync.Mutex
 	roles       map[string]bool // role ARNs Roles Anywhere may assume
-	rejectCerts string          // non-empty: CreateSession answers AccessDenied with it
+	anchors     map[string]trustAnchor
+	profiles    map[string]map[string]bool   // profile ARN → the role ARNs it lists
+	conditions  map[string]map[string]string // role ARN → trust-policy StringEquals conditions
+	sessions    int
+	rejectCerts string // non-empty: CreateSession answers AccessDenied with it
 	keys        map[string]session
 	secrets     map[string]*secret
 	repos       map[string]time.Time
@@ -114,7 +119,7 @@ func New(accountID, region string) *Server {
 	be := s3mem.New()
 	return &Server{
 		AccountID: accountID, Region: region,
-		roles: map[string]bool{}, keys: map[string]session{}, secrets: map[string]*secret{},
+		roles: map[string]bool{}, anchors: map[string]trustAnchor{}, profiles: map[string]map[string]bool{}, conditions: map[string]map[string]string{}, keys: map[string]session{}, secrets: map[string]*secret{},
 		repos: map[string]time.Time{}, queues: map[string]*queue{}, kmsKeys: map[string][]byte{}, kmsDenied: map[string]bool{}, faults: map[string]*Fault{}, calls: map[string]int{},
 		s3: gofakes3.New(be, gofakes3.WithAutoBucket(false)), backend: be,
 	}
@@ -209,6 +214,15 @@ func (s *Server) MarkSecretDeleted(name string) {
 	if sec, ok := s.secrets[name]; ok {
 		t := time.Now().UTC()
 		sec.deleted = &t
+	}
+}
+
+// RestoreSecret cancels a secret's scheduled deletion, as RestoreSecret does.
+func (s *Server) RestoreSecret(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sec, ok := s.secrets[name]; ok {
+		sec.deleted = nil
 	}
 }
 
@@ -347,53 +361,6 @@ func (s *Server) fault(w http.ResponseWriter, op string, jsonProto bool) bool {
 		writeXMLError(w, cur.Status, cur.Code, cur.Message)
 	}
 	return true
-}
-
-func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
-	if s.fault(w, "rolesanywhere.CreateSession", true) {
-		return
-	}
-	if r.URL.Path != "/sessions" || !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-X509-") {
-		jsonError(w, 400, "ValidationException", "not a CreateSession request")
-		return
-	}
-	der, err := base64.StdEncoding.DecodeString(r.Header.Get("X-Amz-X509"))
-	if err != nil {
-		jsonError(w, 400, "ValidationException", "X-Amz-X509 is not base64 DER")
-		return
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		jsonError(w, 400, "ValidationException", "X-Amz-X509 is not a certificate")
-		return
-	}
-	q := r.URL.Query()
-	role := q.Get("roleArn")
-	s.mu.Lock()
-	reject, allowed := s.rejectCerts, s.roles[role]
-	s.mu.Unlock()
-	switch {
-	case reject != "":
-		jsonError(w, 403, "AccessDeniedException", reject)
-		return
-	case time.Now().After(cert.NotAfter):
-		jsonError(w, 403, "AccessDeniedException", "Certificate has expired")
-		return
-	case !allowed:
-		jsonError(w, 403, "AccessDeniedException", "Unable to assume role for arn "+role)
-		return
-	}
-	akid := "ASIA" + strings.ToUpper(randomID(8))
-	s.mu.Lock()
-	// The session name defaults to the certificate's serial in hex, as Roles Anywhere does.
-	s.keys[akid] = session{role: role, name: hex.EncodeToString(cert.SerialNumber.Bytes())}
-	s.mu.Unlock()
-	writeJSON(w, "application/json", map[string]any{"credentialSet": []any{map[string]any{
-		"assumedRoleUser": map[string]any{"arn": role},
-		"credentials": map[string]any{
-			"accessKeyId": akid, "secretAccessKey": randomID(20), "sessionToken": randomID(32),
-			"expiration": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-		}}}})
 }
 
 func (s *Server) sts(w http.ResponseWriter, r *http.Request, sess session, known bool) {
@@ -562,4 +529,21 @@ func xmlEscape(s string) string {
 	var b strings.Builder
 	_ = xml.EscapeText(&b, []byte(s))
 	return b.String()
+}
+
+// PutSecretString stores value as the secret's new AWSCURRENT version, as
+// PutSecretValue does, creating the secret if needed; it returns the version id.
+func (s *Server) PutSecretString(name, value string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sec, ok := s.secrets[name]
+	if !ok {
+		sec = s.addSecretLocked(name)
+	}
+	id := randomUUID()
+	now := time.Now().UTC()
+	sec.versions[id] = &version{value: value, created: now}
+	sec.moveStage("AWSCURRENT", id)
+	sec.changed = now
+	return id
 }

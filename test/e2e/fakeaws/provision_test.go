@@ -10,7 +10,7 @@ import (
 )
 
 func TestProvisionFakeLeavesOutExcept(t *testing.T) {
-	f, err := provisionFake("../../../examples/gitops/clusters/gpu-east-1", []string{"eue1-jobs"})
+	f, err := provisionFake("../../../examples/gitops/clusters/gpu-east-1", "", []string{"eue1-jobs"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestProvisionFakeLeavesOutExcept(t *testing.T) {
 	if _, err := c.GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String("eue1-jobs")}); err == nil {
 		t.Fatal("eue1-jobs was provisioned despite --except")
 	}
-	if _, err := provisionFake(t.TempDir(), nil); err == nil {
+	if _, err := provisionFake(t.TempDir(), "", nil); err == nil {
 		t.Fatal("a folder without cluster.yaml was accepted")
 	}
 }
