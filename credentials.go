@@ -21,26 +21,26 @@ import (
 
 func credentialsCmd(stderr io.Writer) *cobra.Command {
 	var o credentials.Options
-	var secret, kubeconfig string
+	var secrets []string
+	var kubeconfig string
 	var once bool
 	cmd := &cobra.Command{
 		Use:   "credentials",
 		Short: "Exchange the workload certificate for AWS credentials (IAM Roles Anywhere) and keep them in a Secret for External Secrets",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			ns, name, ok := strings.Cut(secret, "/")
-			if !ok || ns == "" || name == "" {
-				return fmt.Errorf("--secret %q: want NAMESPACE/NAME", secret)
+			for _, s := range secrets {
+				ns, name, ok := strings.Cut(s, "/")
+				if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+					return fmt.Errorf("--secret %q: want NAMESPACE/NAME", s)
+				}
+				o.Secrets = append(o.Secrets, credentials.SecretRef{Namespace: ns, Name: name})
 			}
-			o.Namespace, o.SecretName = ns, name
 			cfg, err := kubeConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
-			kc, err := credentials.NewSecretClient(cfg, ns)
-			if err != nil {
-				return err
-			}
+			kc := func(ns string) (credentials.SecretClient, error) { return credentials.NewSecretClient(cfg, ns) }
 			log := slog.New(slog.NewJSONHandler(stderr, nil))
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -49,7 +49,7 @@ func credentialsCmd(stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				log.Info("credentials refreshed", "secret", secret, "expiration", iss.Expiration.Format(time.RFC3339))
+				log.Info("credentials refreshed", "secrets", strings.Join(secrets, ","), "expiration", iss.Expiration.Format(time.RFC3339))
 				return nil
 			}
 			return credentials.Run(ctx, kc, o, log)
@@ -64,7 +64,8 @@ func credentialsCmd(stderr io.Writer) *cobra.Command {
 	f.StringVar(&o.Region, "region", "", "AWS region (default: the trust anchor's)")
 	f.DurationVar(&o.SessionDuration, "session-duration", time.Hour, "session duration (15m-12h)")
 	f.StringVar(&o.Endpoint, "endpoint", "", "Roles Anywhere endpoint override")
-	f.StringVar(&secret, "secret", "spokeforge-system/aws-credentials", "Secret to write, NAMESPACE/NAME")
+	f.StringArrayVar(&secrets, "secret", []string{"spokeforge-system/aws-credentials"},
+		"Secret to write, NAMESPACE/NAME; repeat it for each (the registry ExternalSecrets' namespaces need their own)")
 	f.DurationVar(&o.RefreshBefore, "refresh-before", 15*time.Minute, "refresh this long before expiry")
 	f.DurationVar(&o.RetryMax, "retry-max", 5*time.Minute, "longest wait between failed attempts")
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig (default: in-cluster, then KUBECONFIG)")

@@ -215,6 +215,14 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 		nsSet[x.Namespace] = true
 	}
 	delete(nsSet, SystemNamespace)
+	// The namespaces that get a copy of the AWS credentials: those of the registry
+	// ExternalSecrets, whose generator reads them there (the system namespace has the original).
+	var credNS []string
+	for _, ns := range sortedKeys(regNS) {
+		if ns != SystemNamespace {
+			credNS = append(credNS, ns)
+		}
+	}
 	workloadNS := sortedKeys(nsSet)
 	if len(workloadNS) == 0 {
 		workloadNS = []string{SystemNamespace}
@@ -244,6 +252,7 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 		"Namespaces":           sortedKeys(nsSet),
 		"WorkloadNamespaces":   workloadNS,
 		"RegistryNamespaces":   sortedKeys(regNS),
+		"CredentialNamespaces": credNS,
 		"OnboardingCRD":        crd,
 		"Image":                o.Image,
 		"ESOVersion":           o.ESOVersion,

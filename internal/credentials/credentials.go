@@ -1,7 +1,10 @@
 // Package credentials turns the spoke's workload-identity certificate into
 // short-lived AWS credentials through IAM Roles Anywhere and keeps them in
-// a Kubernetes Secret that External Secrets' AWS provider reads
+// Kubernetes Secrets that External Secrets' AWS provider reads
 // (secretRef + sessionTokenSecretRef), refreshing them before they expire.
+// One Secret serves the ClusterSecretStore; each namespace with a registry
+// ExternalSecret gets a copy, because External Secrets reads a generator's
+// secretRef in the ExternalSecret's namespace, whatever namespace it names.
 // Credential values never reach logs or errors.
 package credentials
 
@@ -10,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	helper "github.com/aws/rolesanywhere-credential-helper/aws_signing_helper"
@@ -32,10 +36,15 @@ type Options struct {
 	TrustAnchorArn, ProfileArn string
 	RoleArn, Region            string
 	SessionDuration            time.Duration
-	Endpoint                   string // Roles Anywhere endpoint override (tests, private endpoints)
-	Namespace, SecretName      string
+	Endpoint                   string      // Roles Anywhere endpoint override (tests, private endpoints)
+	Secrets                    []SecretRef // every Secret to keep; at least one
 	RefreshBefore, RetryMax    time.Duration
 }
+
+// SecretRef names one Secret to write.
+type SecretRef struct{ Namespace, Name string }
+
+func (r SecretRef) String() string { return r.Namespace + "/" + r.Name }
 
 // Issued is what one exchange produced, without the secret parts.
 type Issued struct {
@@ -68,8 +77,8 @@ func Exchange(o Options) (helper.CredentialProcessOutput, error) {
 	return out, nil
 }
 
-// SecretClient is what the refresher needs of a Secrets client for
-// o.Namespace: client-go's typed SecretInterface has it, and so has the
+// SecretClient is what the refresher needs of a Secrets client for one
+// namespace: client-go's typed SecretInterface has it, and so has the
 // light REST client of NewSecretClient.
 type SecretClient interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
@@ -77,19 +86,39 @@ type SecretClient interface {
 	Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error)
 }
 
-// Store writes the credentials into the Secret, creating it if needed.
-func Store(ctx context.Context, secrets SecretClient, o Options, c helper.CredentialProcessOutput) error {
+// SecretClients returns the Secrets client of a namespace.
+type SecretClients func(namespace string) (SecretClient, error)
+
+// Store writes the credentials into every Secret of o, creating each if
+// needed. It stops at the first failure: the next refresh writes them all.
+func Store(ctx context.Context, clients SecretClients, o Options, c helper.CredentialProcessOutput) error {
+	if len(o.Secrets) == 0 {
+		return errors.New("no Secret to write the credentials into")
+	}
+	for _, ref := range o.Secrets {
+		secrets, err := clients(ref.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := store(ctx, secrets, ref, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func store(ctx context.Context, secrets SecretClient, ref SecretRef, c helper.CredentialProcessOutput) error {
 	data := map[string][]byte{
 		KeyAccessKeyID:     []byte(c.AccessKeyId),
 		KeySecretAccessKey: []byte(c.SecretAccessKey),
 		KeySessionToken:    []byte(c.SessionToken),
 		KeyExpiration:      []byte(c.Expiration),
 	}
-	cur, err := secrets.Get(ctx, o.SecretName, metav1.GetOptions{})
+	cur, err := secrets.Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		_, err = secrets.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: o.SecretName, Namespace: o.Namespace,
+			ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace,
 				Labels: map[string]string{"app.kubernetes.io/managed-by": "spokeforge"}},
 			Type: corev1.SecretTypeOpaque,
 			Data: data,
@@ -99,13 +128,13 @@ func Store(ctx context.Context, secrets SecretClient, o Options, c helper.Creden
 		_, err = secrets.Update(ctx, cur, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("writing Secret %s/%s: %w", o.Namespace, o.SecretName, err)
+		return fmt.Errorf("writing Secret %s: %w", ref, err)
 	}
 	return nil
 }
 
 // RefreshOnce exchanges and stores once.
-func RefreshOnce(ctx context.Context, secrets SecretClient, o Options) (Issued, error) {
+func RefreshOnce(ctx context.Context, secrets SecretClients, o Options) (Issued, error) {
 	c, err := Exchange(o)
 	if err != nil {
 		return Issued{}, err
@@ -122,7 +151,7 @@ func RefreshOnce(ctx context.Context, secrets SecretClient, o Options) (Issued, 
 
 // Run refreshes until ctx ends: RefreshBefore ahead of each expiry, and
 // after a failure with backoff doubling from 5 s to RetryMax.
-func Run(ctx context.Context, secrets SecretClient, o Options, log *slog.Logger) error {
+func Run(ctx context.Context, secrets SecretClients, o Options, log *slog.Logger) error {
 	backoff := 5 * time.Second
 	for {
 		var wait time.Duration
@@ -133,7 +162,7 @@ func Run(ctx context.Context, secrets SecretClient, o Options, log *slog.Logger)
 		} else {
 			backoff = 5 * time.Second
 			wait = max(time.Until(iss.Expiration)-o.RefreshBefore, 30*time.Second)
-			log.Info("credentials refreshed", "secret", o.Namespace+"/"+o.SecretName,
+			log.Info("credentials refreshed", "secrets", secretNames(o.Secrets),
 				"expiration", iss.Expiration.Format(time.RFC3339), "nextRefresh", wait.Round(time.Second))
 		}
 		select {
@@ -145,4 +174,12 @@ func Run(ctx context.Context, secrets SecretClient, o Options, log *slog.Logger)
 		case <-time.After(wait):
 		}
 	}
+}
+
+func secretNames(refs []SecretRef) string {
+	names := make([]string, len(refs))
+	for i, r := range refs {
+		names[i] = r.String()
+	}
+	return strings.Join(names, ",")
 }

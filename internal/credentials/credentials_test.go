@@ -80,11 +80,16 @@ func fakeRolesAnywhere(t *testing.T, calls *atomic.Int32, fail bool) *httptest.S
 	}))
 }
 
+// clients serves every namespace from one fake clientset.
+func clients(kc *fake.Clientset) SecretClients {
+	return func(ns string) (SecretClient, error) { return kc.CoreV1().Secrets(ns), nil }
+}
+
 func options(t *testing.T, endpoint string) Options {
 	crt, key := workloadCert(t)
 	return Options{Certificate: crt, PrivateKey: key, TrustAnchorArn: anchor, ProfileArn: profile, RoleArn: role,
-		Region: "us-east-1", SessionDuration: time.Hour, Endpoint: endpoint, Namespace: "spokeforge-system",
-		SecretName: "aws-credentials", RefreshBefore: 15 * time.Minute, RetryMax: time.Minute}
+		Region: "us-east-1", SessionDuration: time.Hour, Endpoint: endpoint,
+		Secrets: []SecretRef{{"spokeforge-system", "aws-credentials"}, {"inference", "aws-credentials"}}, RefreshBefore: 15 * time.Minute, RetryMax: time.Minute}
 }
 
 func TestRefreshWritesTheSecret(t *testing.T) {
@@ -94,7 +99,7 @@ func TestRefreshWritesTheSecret(t *testing.T) {
 	kc := fake.NewClientset()
 	o := options(t, srv.URL)
 	for range 2 { // create, then update: idempotent
-		iss, err := RefreshOnce(context.Background(), kc.CoreV1().Secrets(o.Namespace), o)
+		iss, err := RefreshOnce(context.Background(), clients(kc), o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,12 +107,14 @@ func TestRefreshWritesTheSecret(t *testing.T) {
 			t.Fatalf("issued = %+v", iss)
 		}
 	}
-	s, err := kc.CoreV1().Secrets("spokeforge-system").Get(context.Background(), "aws-credentials", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(s.Data[KeySecretAccessKey]) != secret || string(s.Data[KeySessionToken]) == "" || calls.Load() != 2 {
-		t.Fatalf("secret data keys %v, calls %d", len(s.Data), calls.Load())
+	for _, ns := range []string{"spokeforge-system", "inference"} {
+		s, err := kc.CoreV1().Secrets(ns).Get(context.Background(), "aws-credentials", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(s.Data[KeySecretAccessKey]) != secret || string(s.Data[KeySessionToken]) == "" || calls.Load() != 2 {
+			t.Fatalf("%s: secret data keys %v, calls %d", ns, len(s.Data), calls.Load())
+		}
 	}
 }
 
@@ -116,7 +123,7 @@ func TestRefreshFailureNamesRoleNotSecrets(t *testing.T) {
 	srv := fakeRolesAnywhere(t, &calls, true)
 	defer srv.Close()
 	o := options(t, srv.URL)
-	_, err := RefreshOnce(context.Background(), fake.NewClientset().CoreV1().Secrets(o.Namespace), o)
+	_, err := RefreshOnce(context.Background(), clients(fake.NewClientset()), o)
 	if err == nil || !strings.Contains(err.Error(), "eue1-workload") {
 		t.Fatalf("err = %v", err)
 	}
@@ -131,7 +138,7 @@ func TestRunLogsNoCredential(t *testing.T) {
 	done := make(chan error)
 	go func() {
 		o := options(t, srv.URL)
-		done <- Run(ctx, fake.NewClientset().CoreV1().Secrets(o.Namespace), o, slog.New(slog.NewJSONHandler(&logs, nil)))
+		done <- Run(ctx, clients(fake.NewClientset()), o, slog.New(slog.NewJSONHandler(&logs, nil)))
 	}()
 	for calls.Load() == 0 {
 		time.Sleep(10 * time.Millisecond)

@@ -52,14 +52,11 @@ func TestSecretClientStore(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	sc, err := NewSecretClient(&rest.Config{Host: srv.URL}, "spokeforge-system")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := Options{Namespace: "spokeforge-system", SecretName: "aws-credentials"}
+	clients := func(ns string) (SecretClient, error) { return NewSecretClient(&rest.Config{Host: srv.URL}, ns) }
+	o := Options{Secrets: []SecretRef{{"spokeforge-system", "aws-credentials"}}}
 	for _, key := range []string{"AKIAFIRST", "AKIASECOND"} {
 		c := helper.CredentialProcessOutput{AccessKeyId: key, SecretAccessKey: "s", SessionToken: "t", Expiration: "2026-12-02T14:00:00Z"}
-		if err := Store(context.Background(), sc, o, c); err != nil {
+		if err := Store(context.Background(), clients, o, c); err != nil {
 			t.Fatal(err)
 		}
 		if got := string(stored.Data[KeyAccessKeyID]); got != key {
