@@ -259,6 +259,19 @@ func TestFirstFailedBoundary(t *testing.T) {
 			w.dyn["ExternalSecret/inference/hf-token"].Object["status"] = map[string]any{"conditions": []any{c}}
 		}, "Secrets", Pending, "PendingSync",
 			"the workload identity is valid, but the ExternalSecret inference/hf-token is waiting for its secret to appear", ExitPending},
+		{"secrets: ExternalSecret with External Secrets v0.16's provider error, young", func(w *world) {
+			// ESO writes only this into the condition, whatever the provider answered.
+			c := cond("Ready", "False", "SecretSyncedError", "could not get secret data from provider")
+			c["lastTransitionTime"] = now.Add(-2 * time.Minute).Format(time.RFC3339)
+			w.dyn["ExternalSecret/inference/hf-token"].Object["status"] = map[string]any{"conditions": []any{c}}
+		}, "Secrets", Pending, "PendingSync",
+			"the workload identity is valid, but the ExternalSecret inference/hf-token is waiting for its secret to appear", ExitPending},
+		{"secrets: ExternalSecret that could not write its Secret, young", func(w *world) {
+			c := cond("Ready", "False", "SecretSyncedError", "could not update secret")
+			c["lastTransitionTime"] = now.Add(-2 * time.Minute).Format(time.RFC3339)
+			w.dyn["ExternalSecret/inference/hf-token"].Object["status"] = map[string]any{"conditions": []any{c}}
+		}, "Secrets", Failed, "ExternalSecretNotReady",
+			"the workload identity is valid, but the ExternalSecret inference/hf-token is not synchronised", ExitFailed},
 		{"secrets: ExternalSecret provider error past the grace period", func(w *world) {
 			c := cond("Ready", "False", "SecretSyncedError", "key token does not exist in secret")
 			c["lastTransitionTime"] = now.Add(-30 * time.Minute).Format(time.RFC3339)

@@ -149,13 +149,29 @@ func (r *run) externalSecret(ctx context.Context, b *builder, ns, name string, r
 		b.finding(Pending, check, "PendingSync", what+" has not synchronised yet", "ExternalSecret "+ref+" has no Ready condition yet")
 	case st == "True":
 		b.pass(check, "Ready (%s), refreshed %s", reason, nestedString(obj, "status", "refreshTime"))
-	case young && (strings.Contains(lower, "does not exist") || strings.Contains(lower, "not found") || strings.Contains(lower, "can't find")):
+	case young && providerMiss(lower):
 		b.finding(Pending, check, "PendingSync", what+" is waiting for its secret to appear",
 			fmt.Sprintf("ExternalSecret %s: %s; External Secrets retries with backoff (up to 7 min), or force it: %s", ref, msg, force))
 	default:
 		b.finding(Failed, check, "ExternalSecretNotReady", what+" is not synchronised",
 			fmt.Sprintf("ExternalSecret %s Ready=%s %s: %s", ref, st, reason, msg))
 	}
+}
+
+// providerMiss reports whether a lowercased SecretSyncedError message may
+// be a secret the provider does not have yet. External Secrets v0.16 and v1
+// write only "could not get secret data from provider" into the condition,
+// whatever the provider answered; the cause ("Secret does not exist") is in
+// an UpdateFailed Event. The Secrets boundary has already asked Secrets
+// Manager itself whether each secret exists, so here that message counts
+// as a miss while young.
+func providerMiss(lower string) bool {
+	for _, s := range []string{"does not exist", "not found", "can't find", "could not get secret data from provider"} {
+		if strings.Contains(lower, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func nestedString(obj *unstructured.Unstructured, path ...string) string {

@@ -388,7 +388,12 @@ end
 
 local GRACE_SECONDS = 600
 -- In lower case: the message is searched with its ASCII letters lowercased.
-local MISSING = { "does not exist", "resourcenotfoundexception", "can't find the specified secret", "not found" }
+-- External Secrets v0.16 and v1 write only "could not get secret data from
+-- provider" into the condition, whatever the provider answered (the cause,
+-- such as "Secret does not exist", goes to an UpdateFailed Event that this
+-- check cannot read): that message counts as a missing secret while young.
+local MISSING = { "does not exist", "resourcenotfoundexception", "can't find the specified secret", "not found",
+  "could not get secret data from provider" }
 
 local function health()
   local conds, tooMany = sfConditions(obj.status)
