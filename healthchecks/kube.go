@@ -269,10 +269,16 @@ func (r *run) failedCertificate(ctx context.Context, b *builder, cert *unstructu
 				next = "at " + at.Format(time.RFC3339)
 				b.retryAt(at)
 			}
+			retry := "`" + renew + "`"
+			if strings.HasPrefix(failure, "denied") {
+				// cert-manager (v1.19) deletes a failed request when it is re-triggered, but not a
+				// denied one: a re-trigger fails again at once on the request it still finds.
+				retry = fmt.Sprintf("`kubectl delete certificaterequest -n %s %s` and then %s", ref.Namespace, latest.GetName(), retry)
+			}
 			b.finding(Failed, check, "StaleCertificateRequest",
 				"the certificate "+ref.String()+" is stuck on the failed request "+latest.GetName(),
-				fmt.Sprintf("CertificateRequest %s %s; fixing the cause does not retry it: cert-manager retries %s, or run `%s` to retry now",
-					crRef, failure, next, renew))
+				fmt.Sprintf("CertificateRequest %s %s; fixing the cause does not retry it: cert-manager retries %s, or run %s to retry now",
+					crRef, failure, next, retry))
 			return
 		}
 	}

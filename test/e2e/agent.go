@@ -4,16 +4,10 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
-	"math/big"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,67 +16,105 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/spokeforge/spokeforge/healthchecks/agent"
+	"github.com/spokeforge/spokeforge/internal/awsfake"
+	"github.com/spokeforge/spokeforge/internal/onboarding"
+	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
 // AgentServiceAccount is the identity the rendered agent Deployment runs as.
 const AgentServiceAccount = "system:serviceaccount:spokeforge-system:spokeforge-agent"
 
 // SpokeAgent is the spokeforge agent of a synced spoke, run as a process the way the spoke's
-// kubelet would run the agent Deployment, against a fake AWS account.
+// kubelet would run the agent Deployment, against the spoke's fake AWS account.
 type SpokeAgent struct {
-	AWSURL      string   // the fake-aws endpoint (AWS_ENDPOINT_URL)
+	AWSURL      string   // the fake AWS endpoint (AWS_ENDPOINT_URL)
 	AWSEnv      []string // the environment the agent and spokeforge check use
 	MetricsAddr string
 	Agent       *Process
 }
 
-// StartSpokeAgent plays the rest of a working spoke for the Onboarding cluster, once the spoke
-// Application delivered it: `fakeaws --provision recordDir` (test/e2e/fakeaws) as the AWS account
-// (everything the record derives exists, except the names in except), the GPU nodes of the
-// Onboarding spec registered as the kubelet, NVIDIA device plugin and NFD would, a
-// workload-identity certificate, and `spokeforge agent` with exactly the rendered agent RBAC
-// (it impersonates the agent's ServiceAccount).
-func (h *Hub) StartSpokeAgent(ctx context.Context, cluster, recordDir string, interval time.Duration, except ...string) (*SpokeAgent, error) {
+// Spoke is everything a working spoke for one cluster record has around what spokeforge
+// renders: the AWS account the record derives (internal/awsfake, in this process, so a test can
+// break and fix it), cert-manager and External Secrets Operator (SpokeControllers), the
+// stand-in Deployment controller (no kubelet runs here), and the GPU nodes of the record
+// registered as the kubelet, the NVIDIA device plugin and NFD would.
+type Spoke struct {
+	*SpokeControllers
+	Cluster  string
+	AWS      *awsfake.Server
+	AWSURL   string
+	AWSEnv   []string
+	StandIns *StandInControllers
+	h        *Hub
+}
+
+// SpokeOptions configure StartSpoke.
+type SpokeOptions struct {
+	// Except lists derived names the AWS account leaves out (e.g. a queue).
+	Except []string
+	// ApproveManually: see SpokeControllerOptions.
+	ApproveManually bool
+	// AWS is an account the test started already; StartSpoke provisions the record into it.
+	AWS *awsfake.Server
+}
+
+// StartSpoke readies the spoke for the cluster record in recordDir before its Application
+// syncs: the AWS account holds everything the record derives (with the platform CA as the
+// record's trust anchor and the role's trust-policy conditions on the certificate subject), and
+// the controllers run.
+func (h *Hub) StartSpoke(ctx context.Context, recordDir string, o SpokeOptions) (*Spoke, error) {
 	if h.Spokeforge == "" {
 		return nil, fmt.Errorf("spokeforge binary not built (see %s)", filepath.Join(h.LogDir, "build-spokeforge.log"))
 	}
-	awsAddr, err := freeAddr()
+	e, errs := repo.LoadCluster(recordDir, recordDir)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	spec := e.Cluster.Spec
+	fake, url := o.AWS, ""
+	if fake != nil {
+		url = fake.URL()
+	} else {
+		fake = awsfake.New(spec.AccountID, spec.Region)
+		var err error
+		if url, err = fake.Start("127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+		h.onStop(func() { _ = fake.Close() })
+	}
+	sc, err := h.StartSpokeControllers(ctx, SpokeControllerOptions{AWSURL: url, ApproveManually: o.ApproveManually})
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--addr", awsAddr, "--provision", recordDir}
-	if len(except) > 0 {
-		args = append(args, "--except", strings.Join(except, ","))
+	skip := map[string]bool{}
+	for _, x := range o.Except {
+		skip[x] = true
 	}
-	fake, err := h.run(procSpec{name: "fake-aws", path: h.FakeAWS, args: args})
-	if err != nil {
+	if err := awsfake.ProvisionRecord(fake, e.Cluster, e.Names, []*x509.Certificate{sc.CA}, skip); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, fake, "listening on "+awsAddr, 30*time.Second, tcpCheck(awsAddr)); err != nil {
-		return nil, err
-	}
-	sa := &SpokeAgent{AWSURL: "http://" + awsAddr}
-
-	ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", cluster)
-	if err != nil {
-		return nil, fmt.Errorf("Onboarding %s on the spoke (sync the spoke Application first): %w", cluster, err)
-	}
-	spec, err := agent.DecodeSpec(ob.Object["spec"])
-	if err != nil {
-		return nil, fmt.Errorf("Onboarding %s spec: %w", cluster, err)
-	}
-	sa.AWSEnv = fakeAWSEnv(sa.AWSURL, spec.Region)
-	for _, g := range spec.GPUNodes {
+	for _, g := range onboarding.SpecFor(e.Cluster, e.Names).GPUNodes {
 		if err := registerNode(ctx, h.Spoke, g.Node, g.Product, g.Count, g.MIGStrategy); err != nil {
 			return nil, err
 		}
 	}
-	crt, key, err := writeWorkloadCert(h.Dir, cluster, spec.AccountID)
+	return &Spoke{SpokeControllers: sc, Cluster: e.Cluster.Metadata.Name, AWS: fake, AWSURL: url,
+		AWSEnv: fakeAWSEnv(url, spec.Region), StandIns: StartStandInControllers(ctx, h.Spoke, "Deployment"), h: h}, nil
+}
+
+// StartAgent runs `spokeforge agent` once the spoke Application delivered the Onboarding, with
+// the workload certificate cert-manager issued and exactly the rendered agent RBAC (it
+// impersonates the agent's ServiceAccount).
+func (s *Spoke) StartAgent(ctx context.Context, interval time.Duration) (*SpokeAgent, error) {
+	if _, err := s.h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", s.Cluster); err != nil {
+		return nil, fmt.Errorf("Onboarding %s on the spoke (sync the spoke Application first): %w", s.Cluster, err)
+	}
+	crt, key, err := s.IdentityFiles(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sa.Agent, sa.MetricsAddr, err = h.runAgent(ctx, cluster, interval, crt, key, sa.AWSEnv)
+	sa := &SpokeAgent{AWSURL: s.AWSURL, AWSEnv: s.AWSEnv}
+	sa.Agent, sa.MetricsAddr, err = s.h.runAgent(ctx, s.Cluster, interval, crt, key, sa.AWSEnv)
 	return sa, err
 }
 
@@ -138,6 +170,12 @@ func registerNode(ctx context.Context, c *Cluster, name, product string, count i
 
 // impersonatingKubeconfig writes a copy of the spoke kubeconfig that acts as user.
 func impersonatingKubeconfig(h *Hub, user string) (string, error) {
+	return impersonatingKubeconfigAt(h, user, "agent.kubeconfig")
+}
+
+// impersonatingKubeconfigAt writes, as file in the hub's folder, a copy of the spoke kubeconfig
+// that acts as user.
+func impersonatingKubeconfigAt(h *Hub, user, file string) (string, error) {
 	cfg, err := clientcmd.LoadFromFile(h.Spoke.Kubeconfig)
 	if err != nil {
 		return "", err
@@ -145,34 +183,6 @@ func impersonatingKubeconfig(h *Hub, user string) (string, error) {
 	for _, ai := range cfg.AuthInfos {
 		ai.Impersonate = user
 	}
-	path := filepath.Join(h.Dir, "agent.kubeconfig")
+	path := filepath.Join(h.Dir, file)
 	return path, clientcmd.WriteToFile(*cfg, path)
-}
-
-// writeWorkloadCert writes a self-signed client certificate and key, standing in for the
-// workload-identity certificate cert-manager issues on the spoke.
-func writeWorkloadCert(dir, cn, org string) (string, string, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(0x7e2e), Subject: pkix.Name{CommonName: cn, Organization: []string{org}},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &key.PublicKey, key)
-	if err != nil {
-		return "", "", err
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return "", "", err
-	}
-	crt, k := filepath.Join(dir, "identity.crt"), filepath.Join(dir, "identity.key")
-	if err := writePEM(crt, "CERTIFICATE", der); err != nil {
-		return "", "", err
-	}
-	if err := writePEM(k, "PRIVATE KEY", kder); err != nil {
-		return "", "", err
-	}
-	return crt, k, nil
 }

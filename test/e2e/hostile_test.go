@@ -99,8 +99,8 @@ func TestHostileRecord(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 17*time.Minute)
 	defer cancel()
 
-	// The hub render makes an ExternalSecret: the hub gets the External Secrets CRDs, and the
-	// stand-in controllers play ESO there as they do on the spoke.
+	// The hub render makes an ExternalSecret: the hub gets the External Secrets CRDs, and a
+	// stand-in plays ESO there; the spoke runs the real controllers.
 	esoDir, err := ModuleDir(ExternalSecretsMod)
 	if err != nil {
 		t.Fatal(err)
@@ -108,8 +108,11 @@ func TestHostileRecord(t *testing.T) {
 	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	StartStandInControllers(ctx, h.Spoke)
-	StartStandInControllers(ctx, h.Hub)
+	spoke, err := h.StartSpoke(ctx, filepath.Join(h.opts.RepoRoot, ExampleRepo, exampleSpokeDir), SpokeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	StartStandInControllers(ctx, h.Hub, "ExternalSecret")
 	// What ESO would write from the rendered ExternalSecret cluster-gpu-east-1: the Argo CD
 	// cluster Secret of gpu-east-1, here the harness's spoke API server under another URL
 	// (Argo CD keys clusters by URL; "spoke" already has 127.0.0.1).
@@ -192,7 +195,7 @@ spec:
 			if _, err := h.Hub.Dynamic.Resource(applicationsGVR).Namespace(ArgoCDNamespace).Get(ctx, hostileWorkloadApp, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 				t.Fatalf("%s exists (err %v) before %s is Healthy: the sync did not wait at the spoke's wave", hostileWorkloadApp, err, exampleSpokeApp)
 			}
-			if _, err := h.StartSpokeAgent(ctx, exampleSpoke, filepath.Join(repo.Work, exampleSpokeDir), 5*time.Second); err != nil {
+			if _, err := spoke.StartAgent(ctx, 5*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.ArgoCD(ctx, "app", "wait", exampleSpokeApp, "--health", "--timeout", "180"); err != nil {

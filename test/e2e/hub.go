@@ -27,7 +27,7 @@ import (
 // Versions and module paths the harness builds on.
 const (
 	CertManagerModule  = "github.com/cert-manager/cert-manager@v1.19.4"
-	ExternalSecretsMod = "github.com/external-secrets/external-secrets@v1.3.2"
+	ExternalSecretsMod = "github.com/external-secrets/external-secrets@v0.16.2"
 	NFDModule          = "sigs.k8s.io/node-feature-discovery@v0.17.3"
 	ArgoCDNamespace    = "argocd"
 	SpokeClusterName   = "spoke"
@@ -137,8 +137,16 @@ type Hub struct {
 	opts     Options
 	mu       sync.Mutex
 	procs    []*Process
+	stoppers []func() // run first by Stop, for what runs in this process (a fake AWS account)
 	stopOnce sync.Once
 	keep     bool
+}
+
+// onStop runs f when the hub stops, before its processes end.
+func (h *Hub) onStop(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stoppers = append(h.stoppers, f)
 }
 
 // DefaultBinDir is the binary cache used by hack/e2e/install.sh.
@@ -305,9 +313,12 @@ func (h *Hub) Restart(ctx context.Context, name string, ready func(context.Conte
 func (h *Hub) Stop() {
 	h.stopOnce.Do(func() {
 		h.mu.Lock()
-		procs := h.procs
-		h.procs = nil
+		procs, stoppers := h.procs, h.stoppers
+		h.procs, h.stoppers = nil, nil
 		h.mu.Unlock()
+		for _, f := range stoppers {
+			f()
+		}
 		// Everything but etcd in parallel, then etcd (the API servers need it to shut down).
 		stopAll := func(ps []*Process) {
 			var wg sync.WaitGroup

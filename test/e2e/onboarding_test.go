@@ -77,9 +77,9 @@ spec:
 // spoke; Argo CD shows the spoke Application Degraded with the queue
 // boundary's message, then Healthy once the queue is created.
 //
-// The harness runs no kube-controller-manager, cert-manager, External
-// Secrets, NFD or device plugin: the stand-in controllers write Deployment,
-// Certificate and ESO status, and the test registers the GPU node as the
+// cert-manager and External Secrets run for real on the spoke; no
+// kube-controller-manager, NFD or device plugin runs: a stand-in writes
+// Deployment status, and the harness registers the GPU node as the
 // kubelet, device plugin and NFD would.
 func TestOnboarding(t *testing.T) {
 	parallel(t)
@@ -91,20 +91,6 @@ func TestOnboarding(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	// AWS: everything the record derives, except the jobs queue.
-	fake := awsfake.New("111122223333", "us-east-1")
-	fake.AllowRole("arn:aws:iam::111122223333:role/e2eg-workload")
-	fake.AddSecret("acme-ml/us-east-1/dc-e2e/metal/e2e-gpu/hf-token")
-	fake.AddRepository("e2eg/inference")
-	if err := fake.AddBucket("e2eg-models"); err != nil {
-		t.Fatal(err)
-	}
-	awsURL, err := fake.Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-
 	recordDir := filepath.Join(h.Dir, "record", "clusters", "e2e-gpu")
 	if err := os.MkdirAll(recordDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -112,10 +98,13 @@ func TestOnboarding(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(recordDir, "cluster.yaml"), []byte(onboardingRecord), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	crt, key, err := writeWorkloadCert(h.Dir, "e2e-gpu", "acme-ml")
+	// AWS: everything the record derives, except the jobs queue; the real cert-manager and
+	// External Secrets on the spoke.
+	spoke, err := h.StartSpoke(ctx, recordDir, SpokeOptions{Except: []string{"e2eg-jobs"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	fake, awsURL := spoke.AWS, spoke.AWSURL
 
 	repo, err := h.NewGitRepo("onboarding", map[string]string{"clusters/e2e-gpu/cluster.yaml": onboardingRecord})
 	if err != nil {
@@ -125,19 +114,18 @@ func TestOnboarding(t *testing.T) {
 	if _, err := h.Hub.Apply(ctx, SpokeApplication(app, repo.URL, "clusters/e2e-gpu")); err != nil {
 		t.Fatal(err)
 	}
-	StartStandInControllers(ctx, h.Spoke)
-	if err := registerNode(ctx, h.Spoke, "gpu-e2e-01", "NVIDIA-A100-SXM4-80GB", 8, "none"); err != nil {
-		t.Fatal(err)
-	}
-
 	syncStart := time.Now()
 	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "240"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("spoke synced in %s", time.Since(syncStart).Round(time.Millisecond))
 
-	// The agent, with exactly the rendered RBAC.
-	awsEnv := fakeAWSEnv(awsURL, "us-east-1")
+	// The agent, with exactly the rendered RBAC and the certificate cert-manager issued.
+	crt, key, err := spoke.IdentityFiles(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awsEnv := spoke.AWSEnv
 	agentStart := time.Now()
 	agentProc, metricsAddr, err := h.runAgent(ctx, "e2e-gpu", 5*time.Second, crt, key, awsEnv)
 	if err != nil {

@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,16 +17,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestReissueCertificate: a workload Certificate on the spoke is stuck in a failed issuance
-// that cert-manager backs off from; Argo CD offers the reissue action on it, `argocd app
-// actions run … reissue` re-triggers issuance as `cmctl renew` does, the stand-in cert-manager
-// sees the re-trigger and issues, and the Certificate's existing Secret is never deleted.
+// TestReissueCertificate: the real cert-manager's first CertificateRequest for a workload
+// Certificate is denied by the approver (the harness, as approver-policy), so the Certificate is
+// in a failed issuance that cert-manager backs off from (an hour); Argo CD offers the reissue
+// action on it; with the denied request deleted (the Contracts hint: cert-manager fails a
+// re-trigger at once while it remains), `argocd app actions run … reissue` re-triggers issuance
+// as `cmctl renew` does, cert-manager issues at once (the new request approved), and the
+// Certificate's existing Secret is updated, never deleted.
 func TestReissueCertificate(t *testing.T) {
 	parallel(t)
 	h := StartHub(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	standIns := StartStandInControllers(ctx, h.Spoke)
+	spoke, err := h.StartSpoke(ctx, filepath.Join(h.opts.RepoRoot, ExampleRepo, exampleSpokeDir), SpokeOptions{ApproveManually: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	files, err := RepoFiles(filepath.Join(h.opts.RepoRoot, ExampleRepo))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +54,7 @@ func TestReissueCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	standIns.FailIssuance(ns, cert, "The CertificateRequest was denied by an approval controller")
+	spoke.DenyNext(ns, cert, `[spokeforge-workload-identity: spec.dnsNames: Invalid value: "inference.example": not allowed]`)
 	if _, err := h.Hub.Apply(ctx, SpokeApplication(exampleSpokeApp, repo.URL, exampleSpokeDir)); err != nil {
 		t.Fatal(err)
 	}
@@ -53,16 +62,23 @@ func TestReissueCertificate(t *testing.T) {
 	if _, err := h.ArgoCD(ctx, "app", "sync", exampleSpokeApp, "--async"); err != nil {
 		t.Fatal(err)
 	}
+	synced := time.Now()
 	msg, err := waitResourceHealth(ctx, h, exampleSpokeApp, "Certificate", cert, "Degraded", 4*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("sync -> Certificate %s/%s Degraded in %s (cert-manager denied): %s", ns, cert, time.Since(synced).Round(time.Millisecond), msg)
 	if !strings.Contains(msg, "cmctl renew") {
 		t.Fatalf("the Certificate health does not say how to retry: %q", msg)
 	}
 	out, err := h.ArgoCD(ctx, "app", "actions", "list", exampleSpokeApp, "--kind", "Certificate", "--namespace", ns, "--resource-name", cert)
 	if err != nil || !strings.Contains(out, "reissue") {
 		t.Fatalf("argocd app actions list does not offer reissue: %v\n%s", err, out)
+	}
+	// As the Contracts hint says for a denied request: cert-manager would fail a re-trigger at once
+	// on the denied request it still finds.
+	if n, err := deleteDeniedRequests(ctx, h.Spoke, ns, cert); err != nil || n != 1 {
+		t.Fatalf("deleted %d denied CertificateRequests of %s/%s (%v), want 1", n, ns, cert, err)
 	}
 	started := time.Now()
 	if out, err := h.ArgoCD(ctx, "app", "actions", "run", exampleSpokeApp, "reissue", "--kind", "Certificate", "--namespace", ns, "--resource-name", cert); err != nil {
@@ -71,8 +87,8 @@ func TestReissueCertificate(t *testing.T) {
 	if _, err := waitResourceHealth(ctx, h, exampleSpokeApp, "Certificate", cert, "Healthy", 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if standIns.Reissued() != 1 {
-		t.Fatalf("the stand-in cert-manager saw %d manual re-triggers, want 1", standIns.Reissued())
+	if spoke.Denied() != 1 {
+		t.Fatalf("the approver denied %d CertificateRequests, want 1", spoke.Denied())
 	}
 	t.Logf("reissue -> Certificate Healthy in %s", time.Since(started).Round(time.Millisecond))
 	after, err := h.Spoke.Client.CoreV1().Secrets(ns).Get(ctx, cert+"-tls", metav1.GetOptions{})
@@ -81,6 +97,9 @@ func TestReissueCertificate(t *testing.T) {
 	}
 	if after.UID != secret.UID || after.DeletionTimestamp != nil {
 		t.Fatalf("the Certificate's Secret was replaced or is being deleted")
+	}
+	if err := issuedBy(after, spoke.CA); err != nil {
+		t.Fatalf("Secret %s/%s-tls after the reissue: %v", ns, cert, err)
 	}
 	// With nothing more held, the running sync goes on through the later waves.
 	if out, err := h.ArgoCD(ctx, "app", "wait", exampleSpokeApp, "--operation", "--timeout", "300"); err != nil {
@@ -130,3 +149,37 @@ func waitResourceHealth(ctx context.Context, h *Hub, app, kind, name, want strin
 type waitError struct{ what, last string }
 
 func (e *waitError) Error() string { return "timed out waiting for " + e.what + "; last: " + e.last }
+
+// issuedBy checks that the Secret holds a certificate signed by ca.
+func issuedBy(s *corev1.Secret, ca *x509.Certificate) error {
+	blk, _ := pem.Decode(s.Data[corev1.TLSCertKey])
+	if blk == nil {
+		return fmt.Errorf("no PEM certificate in %s", corev1.TLSCertKey)
+	}
+	c, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return err
+	}
+	return c.CheckSignatureFrom(ca)
+}
+
+// deleteDeniedRequests deletes the denied CertificateRequests of Certificate namespace/name, as
+// an operator does before re-triggering it, and says how many there were.
+func deleteDeniedRequests(ctx context.Context, c *Cluster, namespace, name string) (int, error) {
+	list, err := c.Dynamic.Resource(certificateRequests).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range list.Items {
+		cr := &list.Items[i]
+		if cr.GetAnnotations()["cert-manager.io/certificate-name"] != name || conditionStatus(cr, "Denied") != "True" {
+			continue
+		}
+		if err := c.Dynamic.Resource(certificateRequests).Namespace(namespace).Delete(ctx, cr.GetName(), metav1.DeleteOptions{}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

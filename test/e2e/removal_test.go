@@ -49,8 +49,8 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
-	// As in TestHostileRecord: External Secrets CRDs on the hub, the stand-in controllers on
-	// both clusters, and the Argo CD cluster Secret of gpu-east-1 written by hand (what ESO
+	// As in TestHostileRecord: External Secrets CRDs on the hub, the real controllers on the
+	// spoke, a stand-in External Secrets on the hub, and the Argo CD cluster Secret of gpu-east-1 written by hand (what ESO
 	// would write from the rendered ExternalSecret), the spoke API server under another URL.
 	esoDir, err := ModuleDir(ExternalSecretsMod)
 	if err != nil {
@@ -59,8 +59,11 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml")); err != nil {
 		t.Fatal(err)
 	}
-	StartStandInControllers(ctx, h.Spoke)
-	StartStandInControllers(ctx, h.Hub)
+	spoke, err := h.StartSpoke(ctx, filepath.Join(h.opts.RepoRoot, ExampleRepo, exampleSpokeDir), SpokeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	StartStandInControllers(ctx, h.Hub, "ExternalSecret")
 	spokeURL := strings.Replace(h.Spoke.URL, "https://127.0.0.1:", "https://localhost:", 1)
 	cfg, err := json.Marshal(map[string]any{
 		"bearerToken":     h.Spoke.Token,
@@ -172,7 +175,7 @@ spec:
 	if _, err := h.WaitApp(ctx, exampleSpokeApp, "Synced", 5*time.Minute, func(s AppState) bool { return s.Sync == "Synced" }); err != nil {
 		t.Fatal(err)
 	}
-	sa, err := h.StartSpokeAgent(ctx, exampleSpoke, filepath.Join(repo.Work, exampleSpokeDir), 5*time.Second)
+	sa, err := spoke.StartAgent(ctx, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

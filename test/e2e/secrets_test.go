@@ -7,12 +7,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
 	"github.com/spokeforge/spokeforge/internal/secretfile"
@@ -24,7 +29,9 @@ import (
 // Manager while it answers ResourceNotFoundException for 3 s after each
 // create; a second run changes nothing; a changed value is one update; a
 // broken file fails alone (exit 2) while the other is updated; then
-// `spokeforge check`'s Secrets boundary passes against the same fake.
+// `spokeforge check`'s Secrets boundary passes against the same fake, External
+// Secrets (real) writes the synced values on the spoke, and a rotated value
+// reaches the spoke without Argo CD going out of sync.
 func TestSecretsSync(t *testing.T) {
 	parallel(t)
 	start := time.Now()
@@ -38,7 +45,6 @@ func TestSecretsSync(t *testing.T) {
 	const path = "acme-ml/us-east-1/dc-e2e/metal/e2e-gpu/"
 	record := strings.Replace(onboardingRecord, "  secrets:\n", "  secrets:\n    - name: api-key\n      namespace: inference\n      keys: [token]\n", 1)
 	fake := awsfake.New("111122223333", "us-east-1")
-	fake.AllowRole("arn:aws:iam::111122223333:role/e2eg-workload")
 	fake.StaticKey("AKIAE2ESYNC", "arn:aws:iam::111122223333:role/gitops-sync")
 	fake.SetSecretsConsistencyWindow(3 * time.Second)
 	awsURL, err := fake.Start("127.0.0.1:0")
@@ -163,11 +169,15 @@ func TestSecretsSync(t *testing.T) {
 	if _, err := h.Hub.Apply(ctx, SpokeApplication(app, repo.URL, "clusters/e2e-gpu")); err != nil {
 		t.Fatal(err)
 	}
-	StartStandInControllers(ctx, h.Spoke)
+	// The rest of the account (the secrets are those synced above), and the real controllers.
+	spoke, err := h.StartSpoke(ctx, recordDir, SpokeOptions{AWS: fake, Except: []string{path + "api-key", path + "hf-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "240"); err != nil {
 		t.Fatal(err)
 	}
-	crt, certKey, err := writeWorkloadCert(h.Dir, "e2e-gpu", "acme-ml")
+	crt, certKey, err := spoke.IdentityFiles(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,10 +200,58 @@ func TestSecretsSync(t *testing.T) {
 		if strings.HasPrefix(secrets, "Passed: ") || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(2 * time.Second) // the stand-in External Secrets marks the ExternalSecrets Ready
+		time.Sleep(2 * time.Second) // External Secrets syncs the ExternalSecrets
 	}
 	if !strings.HasPrefix(secrets, "Passed: 2 secrets exist under "+strings.TrimSuffix(path, "/")) {
 		t.Fatalf("check's Secrets boundary: %s", secrets)
 	}
+	// What External Secrets wrote on the spoke is what the SOPS files hold.
+	for name, want := range map[string]string{"api-key": "e2e-api-value-2", "hf-token": "e2e-hf-value-2"} {
+		if got := spokeSecretValue(ctx, t, h, "inference", name, "token"); got != want {
+			t.Fatalf("Secret inference/%s token = %q, want the synced value", name, got)
+		}
+	}
+
+	// Rotation: a new value in Secrets Manager reaches the spoke when External Secrets refreshes
+	// (forced here, as `kubectl annotate … force-sync` does, instead of waiting for the
+	// refreshInterval), and Argo CD stays Synced: the annotation is live state only.
+	encrypt("api-key", map[string]string{"token": "e2e-api-value-3"})
+	if r = sync(0); states(r) != "api-key=updated hf-token=unchanged" {
+		t.Fatalf("rotation: %s", states(r))
+	}
+	rotated := time.Now()
+	if err := forceSync(ctx, h.Spoke, "inference", "api-key"); err != nil {
+		t.Fatal(err)
+	}
+	for spokeSecretValue(ctx, t, h, "inference", "api-key", "token") != "e2e-api-value-3" {
+		if time.Since(rotated) > time.Minute {
+			t.Fatal("the rotated value did not reach Secret inference/api-key within a minute of force-sync")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("rotation: the new value reached the spoke %s after force-sync", time.Since(rotated).Round(time.Millisecond))
+	if st, err := h.App(ctx, app); err != nil || st.Sync != "Synced" {
+		t.Fatalf("after the rotation the spoke Application is %+v (%v), want Synced", st, err)
+	}
 	t.Logf("secrets sync test total %s", time.Since(start).Round(time.Second))
 }
+
+// spokeSecretValue is key of Secret namespace/name on the spoke, "" when absent.
+func spokeSecretValue(ctx context.Context, t *testing.T, h *Hub, namespace, name, key string) string {
+	t.Helper()
+	s, err := h.Spoke.Client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return string(s.Data[key])
+}
+
+// forceSync asks External Secrets to refresh ExternalSecret namespace/name now, as its docs'
+// `kubectl annotate es NAME force-sync=$(date +%s) --overwrite` does.
+func forceSync(ctx context.Context, c *Cluster, namespace, name string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"force-sync":"%d"}}}`, time.Now().UnixNano())
+	_, err := c.Dynamic.Resource(externalSecretsGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+var externalSecretsGVR = schema.GroupVersionResource{Group: "external-secrets.io", Version: "v1", Resource: "externalsecrets"}

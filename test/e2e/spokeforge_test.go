@@ -28,7 +28,10 @@ func TestSpokeforge(t *testing.T) {
 	h := StartHub(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	standIns := StartStandInControllers(ctx, h.Spoke)
+	spoke, err := h.StartSpoke(ctx, filepath.Join(h.opts.RepoRoot, ExampleRepo, exampleSpokeDir), SpokeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	files, err := RepoFiles(filepath.Join(h.opts.RepoRoot, ExampleRepo))
 	if err != nil {
@@ -68,9 +71,9 @@ func TestSpokeforge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("commit -> Synced in %s (%s); stand-in status writes: %d", time.Since(committed).Round(time.Millisecond), st, standIns.Writes())
+			t.Logf("commit -> Synced in %s (%s)", time.Since(committed).Round(time.Millisecond), st)
 			// The agent Deployment is on the spoke now; its pod would start and check.
-			if _, err := h.StartSpokeAgent(ctx, exampleSpoke, filepath.Join(repo.Work, exampleSpokeDir), 5*time.Second); err != nil {
+			if _, err := spoke.StartAgent(ctx, 5*time.Second); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.ArgoCD(ctx, "app", "wait", exampleSpokeApp, "--health", "--timeout", "120"); err != nil {

@@ -19,9 +19,6 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/spokeforge/spokeforge/healthchecks"
 )
 
 // ContractsScreenshot is README's picture of the Contracts tab on a failing spoke, repo-relative.
@@ -32,7 +29,8 @@ var updateScreenshot = flag.Bool("update-screenshot", false, "TestUIContracts wr
 // TestUIContracts drives Argo CD's web UI in headless Chromium on the example spoke: the
 // Application's health and the Onboarding node's message; the Onboarding's Contracts tab
 // (manifests/ui-extension), "not checked yet" before the agent ran, then every boundary
-// holding; a stale failed Certificate on the spoke, seen without reloading the page as the app
+// holding; a Certificate whose re-issuance the real cert-manager had denied (its Secret lost),
+// seen without reloading the page as the app
 // turning Degraded and the ladder leading with Certificates, its hint and next retry; the
 // Certificate's retry hint and the reissue action in its actions menu, run from the UI; and
 // the ladder recovering.
@@ -41,7 +39,10 @@ func TestUIContracts(t *testing.T) {
 	h := StartHub(t, Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	standIns := StartStandInControllers(ctx, h.Spoke)
+	spoke, err := h.StartSpoke(ctx, filepath.Join(h.opts.RepoRoot, ExampleRepo, exampleSpokeDir), SpokeOptions{ApproveManually: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	files, err := RepoFiles(filepath.Join(h.opts.RepoRoot, ExampleRepo))
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func TestUIContracts(t *testing.T) {
 
 	// The agent writes the status; the open tab follows without a reload or reopening.
 	agentStart := time.Now()
-	if _, err := h.StartSpokeAgent(ctx, exampleSpoke, filepath.Join(repo.Work, exampleSpokeDir), 10*time.Second); err != nil {
+	if _, err := spoke.StartAgent(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	l = b.waitLadder(t, "every boundary holding", 3*time.Minute, func(l ladder) bool { return l.count("holds") == 7 && l.AllHold })
@@ -87,14 +88,15 @@ func TestUIContracts(t *testing.T) {
 		t.Errorf("Connected facts: %q", l.Connected)
 	}
 
-	// Break the certificates contract on the spoke: cert-manager's issuance of the inference
-	// certificate failed (its CertificateRequest denied) and is backed off.
+	// Break the certificates contract on the spoke: the inference certificate's Secret is lost,
+	// and cert-manager's new CertificateRequest is denied by the approver, so the issuance
+	// fails and is backed off.
 	const ns, cert = "inference", "inference-serving"
 	broken := time.Now()
-	if err := failCertificateRequest(ctx, h.Spoke, ns, cert); err != nil {
+	spoke.DenyNext(ns, cert, `[spokeforge-workload-identity: spec.dnsNames: Invalid value: "inference.example": not allowed]`)
+	if err := h.Spoke.Client.CoreV1().Secrets(ns).Delete(ctx, cert+"-tls", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	standIns.FailIssuance(ns, cert, "The CertificateRequest was denied by an approval controller")
 	l = b.waitLadder(t, "Certificates as the first failed boundary", 3*time.Minute, func(l ladder) bool {
 		return l.First == "Certificates" && l.state("Certificates") == "failed"
 	})
@@ -107,7 +109,7 @@ func TestUIContracts(t *testing.T) {
 	if !strings.Contains(l.Retry, "Next automatic retry: in ") || l.RetrySource != "status" {
 		t.Errorf("no next retry in the future from the status's nextRetryTime: %q (from %q)", l.Retry, l.RetrySource)
 	}
-	if ev := strings.Join(l.Evidence["Certificates"], "\n"); !strings.Contains(ev, "Failed Certificate inference/inference-serving: CertificateRequest inference/inference-serving-1") {
+	if ev := strings.Join(l.Evidence["Certificates"], "\n"); !strings.Contains(ev, "Failed Certificate inference/inference-serving: CertificateRequest inference/inference-serving-") {
 		t.Errorf("the Certificates row lacks the failed certificate's evidence item:\n%s", ev)
 	}
 	for _, boundary := range []string{"Identity", "Secrets"} {
@@ -119,6 +121,14 @@ func TestUIContracts(t *testing.T) {
 	t.Logf("UI: app health Degraded %s after the break", time.Since(broken).Round(time.Millisecond))
 	if *updateScreenshot {
 		b.screenshot(t, filepath.Join(h.opts.RepoRoot, ContractsScreenshot))
+	}
+
+	if !strings.Contains(l.Hint, "kubectl delete certificaterequest -n inference inference-serving-") {
+		t.Errorf("the hint for a denied request does not say to delete it: %q", l.Hint)
+	}
+	// As that hint says: cert-manager fails a re-trigger at once while the denied request remains.
+	if n, err := deleteDeniedRequests(ctx, h.Spoke, ns, cert); err != nil || n != 1 {
+		t.Fatalf("deleted %d denied CertificateRequests of %s/%s (%v), want 1", n, ns, cert, err)
 	}
 
 	// The Certificate's own node: the retry hint, and the reissue action in its actions menu.
@@ -160,8 +170,8 @@ func TestUIContracts(t *testing.T) {
 	b.click(t, contractsTab)
 	l = b.waitLadder(t, "every boundary holding again", 3*time.Minute, func(l ladder) bool { return l.count("holds") == 7 && l.AllHold })
 	t.Logf("UI: every boundary holding %s after reissue was run from the UI: %s", time.Since(reissued).Round(time.Millisecond), l)
-	if standIns.Reissued() != 1 {
-		t.Errorf("the stand-in cert-manager saw %d manual re-triggers, want 1", standIns.Reissued())
+	if spoke.Denied() != 1 {
+		t.Errorf("the approver denied %d CertificateRequests, want 1", spoke.Denied())
 	}
 	b.waitFor(t, "app health Healthy again", 2*time.Minute, appHealth, contains("Healthy"))
 
@@ -475,27 +485,4 @@ func (b *browser) extensionErrors() []string {
 		}
 	}
 	return out
-}
-
-// failCertificateRequest plays cert-manager's failed issuance of Certificate ns/cert: a
-// CertificateRequest for it, denied by an approver.
-func failCertificateRequest(ctx context.Context, c *Cluster, ns, cert string) error {
-	cr := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "cert-manager.io/v1", "kind": "CertificateRequest",
-		"metadata": map[string]any{"name": cert + "-1", "namespace": ns,
-			"annotations": map[string]any{"cert-manager.io/certificate-name": cert}},
-		"spec": map[string]any{"request": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0K", "issuerRef": map[string]any{"name": "spokeforge-ca"}},
-	}}
-	gvr := c.Dynamic.Resource(healthchecks.CertificateRequestGVR).Namespace(ns)
-	created, err := gvr.Create(ctx, cr, metav1.CreateOptions{})
-	if err != nil {
-		return err
-	}
-	now := time.Now().UTC().Format(time.RFC3339)
-	created.Object["status"] = map[string]any{"conditions": []any{
-		map[string]any{"type": "Denied", "status": "True", "reason": "Denied", "message": "denied by an approval controller", "lastTransitionTime": now},
-		map[string]any{"type": "Ready", "status": "False", "reason": "Denied", "message": "The CertificateRequest was denied by an approval controller", "lastTransitionTime": now},
-	}}
-	_, err = gvr.UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	return err
 }

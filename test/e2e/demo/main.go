@@ -59,7 +59,11 @@ func run() error {
 	if err := h.InstallUIExtension(); err != nil {
 		return err
 	}
-	e2e.StartStandInControllers(ctx, h.Spoke)
+	say("starting the spoke's cert-manager and External Secrets Operator, and a local fake AWS account")
+	spoke, err := h.StartSpoke(ctx, filepath.Join(root, e2e.ExampleRepo, "clusters", "gpu-east-1"), e2e.SpokeOptions{})
+	if err != nil {
+		return fmt.Errorf("%w (logs in %s)", err, h.LogDir)
+	}
 
 	files, err := e2e.RepoFiles(filepath.Join(root, e2e.ExampleRepo))
 	if err != nil {
@@ -79,8 +83,8 @@ func run() error {
 	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "300"); err != nil {
 		return err
 	}
-	say("synced in %s; starting the spoke's agent against a local fake AWS account", time.Since(syncStart).Round(100*time.Millisecond))
-	agent, err := h.StartSpokeAgent(ctx, "gpu-east-1", filepath.Join(repo.Work, "clusters", "gpu-east-1"), 10*time.Second)
+	say("synced in %s; starting the spoke's agent against the fake AWS account", time.Since(syncStart).Round(100*time.Millisecond))
+	agent, err := spoke.StartAgent(ctx, 10*time.Second)
 	if err != nil {
 		return err
 	}
@@ -108,12 +112,13 @@ Try:
   env %s \
     %s check %s --kubeconfig %s \
     --certificate %s --private-key %s   # the contracts, as from a laptop
-Argo CD reconciles every 10 s. The spoke has no kubelet, cert-manager or External Secrets
-Operator: stand-ins write the status those controllers would (see test/e2e/controllers.go).
+Argo CD reconciles every 10 s. The spoke runs the real cert-manager and External Secrets
+Operator; it has no kubelet: a stand-in writes Deployment status (see test/e2e/controllers.go),
+and the harness runs the credentials and agent containers as processes.
 Press Ctrl-C to stop and clean up.
 `, list, h.ServerAddr, app, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work,
 		strings.Join(agent.AWSEnv, " "), h.Spokeforge, filepath.Join(repo.Work, "clusters", "gpu-east-1"), h.Spoke.Kubeconfig,
-		filepath.Join(h.Dir, "identity.crt"), filepath.Join(h.Dir, "identity.key"))
+		filepath.Join(spoke.IdentityDir, "tls.crt"), filepath.Join(spoke.IdentityDir, "tls.key"))
 	<-ctx.Done()
 	say("stopping")
 	return nil

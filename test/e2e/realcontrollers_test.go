@@ -1,0 +1,219 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestContractsBreakForReal onboards the example spoke with the real cert-manager and External
+// Secrets Operator, then breaks what they and Roles Anywhere decide, one thing at a time, and
+// checks that the Onboarding (what the Contracts tab shows), Argo CD's health of the resource
+// that failed and the app's health all name the boundary that broke, then that it recovers:
+//   - a secret scheduled for deletion in Secrets Manager: External Secrets' refresh fails
+//     (SecretSyncedError), the Secrets boundary fails;
+//   - the role's trust policy no longer matches the certificate subject: Roles Anywhere refuses
+//     the credentials helper and the agent, the Identity boundary fails.
+//
+// The steps share one hub; a failed step skips the rest.
+func TestContractsBreakForReal(t *testing.T) {
+	parallel(t)
+	h := StartHub(t, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	recordDir := filepath.Join(h.opts.RepoRoot, ExampleRepo, exampleSpokeDir)
+	spoke, err := h.StartSpoke(ctx, recordDir, SpokeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := RepoFiles(filepath.Join(h.opts.RepoRoot, ExampleRepo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		secretNS, secretES = "inference", "hf-token"
+		secretName         = "acme-ml/us-east-1/dc-ash1/equinix/gpu-east-1/hf-token"
+		role               = "arn:aws:iam::111122223333:role/eue1-workload"
+	)
+	steps := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"onboard with the real controllers", func(t *testing.T) {
+			repo, err := h.NewGitRepo("gitops", files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.Hub.Apply(ctx, SpokeApplication(exampleSpokeApp, repo.URL, exampleSpokeDir)); err != nil {
+				t.Fatal(err)
+			}
+			started := time.Now()
+			if _, err := h.ArgoCD(ctx, "app", "sync", exampleSpokeApp, "--timeout", "300"); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("sync through every wave with the real cert-manager and External Secrets: %s", time.Since(started).Round(time.Millisecond))
+			if _, err := spoke.StartAgent(ctx, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := waitOnboardingHealth(ctx, h, exampleSpokeApp, "Healthy", 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("commit -> Healthy in %s", time.Since(started).Round(time.Millisecond))
+			// What the real controllers wrote, for the fixtures and the note.
+			for _, r := range []struct{ apiVersion, kind, ns, name string }{
+				{"cert-manager.io/v1", "Certificate", spokeforgeNamespace, "workload-identity"},
+				{"external-secrets.io/v1", "ClusterSecretStore", "", "spokeforge-aws"},
+				{"external-secrets.io/v1", "ExternalSecret", secretNS, secretES},
+				{"external-secrets.io/v1", "ExternalSecret", secretNS, "spokeforge-registry"},
+			} {
+				u, err := h.Spoke.Get(ctx, r.apiVersion, r.kind, r.ns, r.name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s %s/%s: %s", r.kind, r.ns, r.name, conditionsOf(u))
+			}
+			if v := spokeSecretValue(ctx, t, h, secretNS, "spokeforge-registry", ".dockerconfigjson"); !strings.Contains(v, `"auths":{"https://111122223333.dkr.ecr.us-east-1.amazonaws.com"`) {
+				t.Fatalf("the registry pull Secret holds no ECR auth: %q", v)
+			}
+		}},
+		{"a secret scheduled for deletion fails Secrets", func(t *testing.T) {
+			broken := time.Now()
+			spoke.AWS.MarkSecretDeleted(secretName)
+			if err := forceSync(ctx, h.Spoke, secretNS, secretES); err != nil {
+				t.Fatal(err)
+			}
+			es := waitCondition(ctx, t, h, "external-secrets.io/v1", "ExternalSecret", secretNS, secretES, "Ready", "False", time.Minute)
+			t.Logf("External Secrets wrote %s in %s", conditionsOf(es), time.Since(broken).Round(time.Millisecond))
+			msg := waitFirstFailed(ctx, t, h, "Secrets", 2*time.Minute)
+			t.Logf("Onboarding: Secrets first failed %s after the deletion: %s", time.Since(broken).Round(time.Millisecond), msg)
+			health, err := waitResourceHealth(ctx, h, exampleSpokeApp, "ExternalSecret", secretES, "Progressing", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Argo CD: ExternalSecret %s/%s Progressing (young, inside the grace period): %s", secretNS, secretES, health)
+			if _, err := h.WaitApp(ctx, exampleSpokeApp, "Degraded", time.Minute, func(s AppState) bool { return s.Health == "Degraded" }); err != nil {
+				t.Fatal(err)
+			}
+			spoke.AWS.RestoreSecret(secretName)
+			if err := forceSync(ctx, h.Spoke, secretNS, secretES); err != nil {
+				t.Fatal(err)
+			}
+			fixed := time.Now()
+			if _, err := waitOnboardingHealth(ctx, h, exampleSpokeApp, "Healthy", 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("restored -> Healthy in %s", time.Since(fixed).Round(time.Millisecond))
+		}},
+		{"a trust policy that no longer matches the subject fails Identity", func(t *testing.T) {
+			broken := time.Now()
+			spoke.AWS.RoleCondition(role, "aws:PrincipalTag/x509Subject/OU", "staging")
+			msg := waitFirstFailed(ctx, t, h, "Identity", 2*time.Minute)
+			t.Logf("Onboarding: Identity first failed %s after the trust policy changed: %s", time.Since(broken).Round(time.Millisecond), msg)
+			if !strings.Contains(msg, "AccessDeniedException: Unable to assume role for arn "+role) {
+				t.Fatalf("the Identity message does not carry Roles Anywhere's refusal: %q", msg)
+			}
+			// The credentials helper restarts (a new pod) and is refused too.
+			cred := spoke.credentialsProcess()
+			if cred == nil {
+				t.Fatal("the credentials helper is not running")
+			}
+			cred.stop(5 * time.Second)
+			if err := waitLog(ctx, cred.LogPath, "Unable to assume role for arn "+role, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.WaitApp(ctx, exampleSpokeApp, "Degraded", time.Minute, func(s AppState) bool { return s.Health == "Degraded" }); err != nil {
+				t.Fatal(err)
+			}
+			spoke.AWS.RoleCondition(role, "aws:PrincipalTag/x509Subject/OU", "prod")
+			fixed := time.Now()
+			if _, err := waitOnboardingHealth(ctx, h, exampleSpokeApp, "Healthy", 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("trust policy fixed -> Healthy in %s", time.Since(fixed).Round(time.Millisecond))
+		}},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, s.run) {
+			t.Fatalf("step %q failed; skipping the rest", s.name)
+		}
+	}
+}
+
+// waitFirstFailed waits until the Onboarding's status names boundary as the first failed one,
+// and returns the Onboarding's health message in Argo CD.
+func waitFirstFailed(ctx context.Context, t *testing.T, h *Hub, boundary string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		if ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", exampleSpoke); err == nil {
+			last, _, _ = unstructured.NestedString(ob.Object, "status", "firstFailedBoundary")
+			if last == boundary {
+				msg, err := waitOnboardingHealth(ctx, h, exampleSpokeApp, "Degraded", time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return msg
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	t.Fatalf("Onboarding first failed boundary %q, want %q within %s", last, boundary, timeout)
+	return ""
+}
+
+// waitCondition waits until condition typ of the object has status, and returns the object.
+func waitCondition(ctx context.Context, t *testing.T, h *Hub, apiVersion, kind, ns, name, typ, status string, timeout time.Duration) *unstructured.Unstructured {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		u, err := h.Spoke.Get(ctx, apiVersion, kind, ns, name)
+		if err == nil && conditionStatus(u, typ) == status {
+			return u
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s/%s: %s not %s within %s (%v)", kind, ns, name, typ, status, timeout, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// conditionsOf renders status.conditions as "Type=Status Reason: message; …".
+func conditionsOf(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var out []string
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			out = append(out, strings.TrimSpace(
+				str(m["type"])+"="+str(m["status"])+" "+str(m["reason"])+": "+str(m["message"])))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// waitLog waits until the log file at path contains want.
+func waitLog(ctx context.Context, path, want string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), want) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return &waitError{what: "log " + path + " to contain " + want, last: tail(path, 5)}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
