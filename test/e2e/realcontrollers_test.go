@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,9 @@ import (
 // TestContractsBreakForReal onboards the example spoke with the real cert-manager and External
 // Secrets Operator, then breaks what they and Roles Anywhere decide, one thing at a time, and
 // checks that the Onboarding (what the Contracts tab shows), Argo CD's health of the resource
-// that failed and the app's health all name the boundary that broke, then that it recovers:
+// that failed, the spoke Application's health and that of its app-of-apps (registry-<cluster>,
+// a directory Application holding the spoke Application) all lead to the boundary that broke,
+// then that it recovers:
 //   - a secret scheduled for deletion in Secrets Manager: External Secrets' refresh fails
 //     (SecretSyncedError), the Secrets boundary fails;
 //   - the role's trust policy no longer matches the certificate subject: Roles Anywhere refuses
@@ -38,6 +41,7 @@ func TestContractsBreakForReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	const (
+		registryApp        = "registry-" + exampleSpoke
 		secretNS, secretES = "inference", "hf-token"
 		secretName         = "acme-ml/us-east-1/dc-ash1/equinix/gpu-east-1/hf-token"
 		role               = "arn:aws:iam::111122223333:role/eue1-workload"
@@ -49,6 +53,11 @@ func TestContractsBreakForReal(t *testing.T) {
 		{"onboard with the real controllers", func(t *testing.T) {
 			repo, err := h.NewGitRepo("gitops", files)
 			if err != nil {
+				t.Fatal(err)
+			}
+			if err := repo.Commit("the spoke's app-of-apps", map[string]string{
+				"hub-apps/" + exampleSpoke + "/spoke.yaml": SpokeApplication(exampleSpokeApp, repo.URL, exampleSpokeDir),
+			}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.Hub.Apply(ctx, SpokeApplication(exampleSpokeApp, repo.URL, exampleSpokeDir)); err != nil {
@@ -66,6 +75,25 @@ func TestContractsBreakForReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("commit -> Healthy in %s", time.Since(started).Round(time.Millisecond))
+			if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels: {spokeforge.io/cluster: %[3]s}
+spec:
+  project: default
+  source: {repoURL: %[4]s, targetRevision: main, path: hub-apps/%[3]s}
+  destination: {server: https://kubernetes.default.svc, namespace: %[2]s}
+`, registryApp, ArgoCDNamespace, exampleSpoke, repo.URL)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.ArgoCD(ctx, "app", "sync", registryApp, "--timeout", "120"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.WaitApp(ctx, registryApp, "Healthy", time.Minute, func(s AppState) bool { return s.Health == "Healthy" }); err != nil {
+				t.Fatal(err)
+			}
 			// What the real controllers wrote, for the fixtures and the note.
 			for _, r := range []struct{ apiVersion, kind, ns, name string }{
 				{"cert-manager.io/v1", "Certificate", spokeforgeNamespace, "workload-identity"},
@@ -98,9 +126,7 @@ func TestContractsBreakForReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("Argo CD: ExternalSecret %s/%s Progressing (young, inside the grace period): %s", secretNS, secretES, health)
-			if _, err := h.WaitApp(ctx, exampleSpokeApp, "Degraded", time.Minute, func(s AppState) bool { return s.Health == "Degraded" }); err != nil {
-				t.Fatal(err)
-			}
+			appsDegraded(ctx, t, h)
 			spoke.AWS.RestoreSecret(secretName)
 			if err := forceSync(ctx, h.Spoke, secretNS, secretES); err != nil {
 				t.Fatal(err)
@@ -110,6 +136,9 @@ func TestContractsBreakForReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("restored -> Healthy in %s", time.Since(fixed).Round(time.Millisecond))
+			if _, err := h.WaitApp(ctx, registryApp, "Healthy", 2*time.Minute, func(s AppState) bool { return s.Health == "Healthy" }); err != nil {
+				t.Fatal(err)
+			}
 		}},
 		{"a trust policy that no longer matches the subject fails Identity", func(t *testing.T) {
 			broken := time.Now()
@@ -128,15 +157,16 @@ func TestContractsBreakForReal(t *testing.T) {
 			if err := waitLog(ctx, cred.LogPath, "Unable to assume role for arn "+role, time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := h.WaitApp(ctx, exampleSpokeApp, "Degraded", time.Minute, func(s AppState) bool { return s.Health == "Degraded" }); err != nil {
-				t.Fatal(err)
-			}
+			appsDegraded(ctx, t, h)
 			spoke.AWS.RoleCondition(role, "aws:PrincipalTag/x509Subject/OU", "prod")
 			fixed := time.Now()
 			if _, err := waitOnboardingHealth(ctx, h, exampleSpokeApp, "Healthy", 2*time.Minute); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("trust policy fixed -> Healthy in %s", time.Since(fixed).Round(time.Millisecond))
+			if _, err := h.WaitApp(ctx, registryApp, "Healthy", 2*time.Minute, func(s AppState) bool { return s.Health == "Healthy" }); err != nil {
+				t.Fatal(err)
+			}
 		}},
 	}
 	for _, s := range steps {
@@ -215,5 +245,19 @@ func waitLog(ctx context.Context, path, want string, timeout time.Duration) erro
 			return &waitError{what: "log " + path + " to contain " + want, last: tail(path, 5)}
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// appsDegraded waits until the spoke Application and its app-of-apps are Degraded, and logs what
+// Argo CD says of each: the app-of-apps points at the spoke Application, which points at the
+// Onboarding.
+func appsDegraded(ctx context.Context, t *testing.T, h *Hub) {
+	t.Helper()
+	for _, app := range []string{exampleSpokeApp, "registry-" + exampleSpoke} {
+		st, err := h.WaitApp(ctx, app, "Degraded", 2*time.Minute, func(s AppState) bool { return s.Health == "Degraded" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("Argo CD: %s %s: %s", app, st.Health, st.HealthMessage)
 	}
 }
