@@ -11,9 +11,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -192,7 +193,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	tags := principalTags(leaf)
 	tags["aws:SourceArn"] = anchorArn
-	for _, k := range sortedKeys(conds) {
+	for _, k := range slices.Sorted(maps.Keys(conds)) {
 		if tags[k] != conds[k] {
 			// The service says no more than this: which condition failed is for the role's owner to find.
 			jsonError(w, 403, "AccessDeniedException", "Unable to assume role for arn "+role)
@@ -338,13 +339,4 @@ func rdnValues(cn string, o, ou, st, l, country []string) [][]string {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -75,20 +75,7 @@ func TestContractsBreakForReal(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("commit -> Healthy in %s", time.Since(started).Round(time.Millisecond))
-			if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels: {spokeforge.io/cluster: %[3]s}
-spec:
-  project: default
-  source: {repoURL: %[4]s, targetRevision: main, path: hub-apps/%[3]s}
-  destination: {server: https://kubernetes.default.svc, namespace: %[2]s}
-`, registryApp, ArgoCDNamespace, exampleSpoke, repo.URL)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := h.ArgoCD(ctx, "app", "sync", registryApp, "--timeout", "120"); err != nil {
+			if err := applyAppOfApps(ctx, h, registryApp, repo.URL); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := h.WaitApp(ctx, registryApp, "Healthy", time.Minute, func(s AppState) bool { return s.Health == "Healthy" }); err != nil {
@@ -260,4 +247,25 @@ func appsDegraded(ctx context.Context, t *testing.T, h *Hub) {
 		}
 		t.Logf("Argo CD: %s %s: %s", app, st.Health, st.HealthMessage)
 	}
+}
+
+// applyAppOfApps creates the spoke's app-of-apps as a directory Application of the repo's
+// hub-apps/<cluster> (holding the spoke Application), labelled with its cluster as the clusters
+// ApplicationSet labels it, and syncs it.
+func applyAppOfApps(ctx context.Context, h *Hub, name, repoURL string) error {
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+  labels: {spokeforge.io/cluster: %[3]s}
+spec:
+  project: default
+  source: {repoURL: %[4]s, targetRevision: main, path: hub-apps/%[3]s}
+  destination: {server: https://kubernetes.default.svc, namespace: %[2]s}
+`, name, ArgoCDNamespace, exampleSpoke, repoURL)); err != nil {
+		return err
+	}
+	_, err := h.ArgoCD(ctx, "app", "sync", name, "--timeout", "120")
+	return err
 }

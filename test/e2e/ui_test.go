@@ -185,20 +185,7 @@ func TestUIContracts(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels: {spokeforge.io/cluster: %[3]s}
-spec:
-  project: default
-  source: {repoURL: %[4]s, targetRevision: main, path: hub-apps/%[3]s}
-  destination: {server: https://kubernetes.default.svc, namespace: %[2]s}
-`, registryApp, ArgoCDNamespace, exampleSpoke, repo.URL)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.ArgoCD(ctx, "app", "sync", registryApp, "--timeout", "120"); err != nil {
+	if err := applyAppOfApps(ctx, h, registryApp, repo.URL); err != nil {
 		t.Fatal(err)
 	}
 	viewStart := time.Now()
