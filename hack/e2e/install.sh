@@ -10,8 +10,8 @@
 #     engine is unpacked from hack/e2e/vendor (its module zip leaves it out). Each embeds its web
 #     UI, built once per version by hack/e2e/ui.sh into the cache as argocd-ui-VERSION.
 #   - the spoke's cert-manager (cert-manager-controller, test/e2e/tools/cert-manager-v1.19) and
-#     External Secrets Operator (external-secrets, test/e2e/tools/external-secrets-v0.16), in the
-#     background while the web UIs build.
+#     External Secrets Operator (external-secrets, test/e2e/tools/external-secrets-v0.16), after
+#     Argo CD v3.4.7, whose compiled packages they reuse.
 # ARGOCD_VERSION=v3.6.2 or v3.4.7 builds only that Argo CD; unset, both.
 # The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
 # Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
@@ -151,8 +151,8 @@ argocd_workspace() {
 # The spoke's controllers: cert-manager v1.19.4 (an own main over its registered controllers, as
 # its cmd/controller is a module no proxy serves) and External Secrets Operator v0.16.2 (its own
 # root command, linking only the AWS provider and the ECR generator; see the tools modules' docs).
-# They build in the background while the Argo CD web UIs build: webpack keeps one core busy and
-# leaves the other idle, and the wait at the end returns the build's failure, if any.
+# They build after Argo CD v3.4.7: their tools modules hold every module that build also compiles
+# at its version, so about two thirds of their packages come from the Go build cache.
 cm="$tools/cert-manager-v1.19"
 eso="$tools/external-secrets-v0.16"
 
@@ -174,14 +174,11 @@ eso_workspace() {
   echo "$src.go.work"
 }
 spoke_controllers() {
-  build "$cm" cert-manager-controller "cert-manager-v1.19.4+main-$(sha256sum "$cm/main.go" "$cm/go.sum" | sha256sum | cut -c1-12)" . ""
+  build "$cm" cert-manager-controller "cert-manager-v1.19.4+main-$(sha256sum "$cm/main.go" "$cm/go.mod" "$cm/go.sum" | sha256sum | cut -c1-12)" . ""
   (cd "$eso" && ticking "go mod download (External Secrets v0.16.2)" go mod download)
   GOWORK="$(eso_workspace)" build "$eso" external-secrets \
-    "external-secrets-v0.16.2-aws-only+$(cat "$eso/main.go" "$eso/go.sum" "$eso"/patch/pkg/*/register/register.go | sha256sum | cut -c1-12)" . ""
+    "external-secrets-v0.16.2-aws-only+$(cat "$eso/main.go" "$eso/go.mod" "$eso/go.sum" "$eso"/patch/pkg/*/register/register.go | sha256sum | cut -c1-12)" . ""
 }
-spoke_controllers &
-controllers=$!
-
 for v in "${versions[@]}"; do
   major="${v%%.*}"
   av="github.com/argoproj/argo-cd/$major/common"
@@ -194,13 +191,13 @@ for v in "${versions[@]}"; do
     "-X $av.version=${v#v} -X $av.gitTag=$v -X $av.gitTreeState=clean"
 done
 
+spoke_controllers
+
 # After Argo CD v3.6.2, whose module pins it and whose k8s.io packages it reuses from the build cache.
 kv=k8s.io/component-base/version
 GOTOOLCHAIN=go1.27.3 build "$tools/argocd-v3.6" kube-apiserver "kubernetes-v1.37.0-argocd-v3.6.2-module" \
   k8s.io/kubernetes/cmd/kube-apiserver \
   "-X $kv.gitVersion=v1.37.0 -X $kv.gitMajor=1 -X $kv.gitMinor=37 -X $kv.gitTreeState=clean"
-
-wait "$controllers" || { say "building the spoke's controllers failed (above)"; exit 1; }
 
 # --- CRD source modules (spoke CRDs) and the releases' install manifests ------------------
 for m in github.com/cert-manager/cert-manager@v1.19.4 \
