@@ -54,6 +54,10 @@ spec:
     spec:
       containers: [{name: argocd-repo-server, image: quay.io/argoproj/argocd:v2.14.21}]
       volumes: [{name: var-files, emptyDir: {}}, {name: plugins, emptyDir: {}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: argocd-cmd-params-cm, namespace: argocd}
 `), 0o644))
 	must(os.WriteFile(dir+"/kustomization.yaml", []byte("resources: [repo-server.yaml]\ncomponents: ["+rel+"]\n"), 0o644))
 	opts := krusty.MakeDefaultOptions()
@@ -62,7 +66,8 @@ spec:
 	must(err)
 	out, err := m.AsYaml()
 	must(err)
-	for _, w := range []string{"name: spokeforge", "/var/run/argocd/argocd-cmp-server", "runAsUser: 999", "subPath: plugin.yaml", "kind: ConfigMap", "name: spokeforge-cmp-plugin", "mountPath: /tmp"} {
+	for _, w := range []string{"name: spokeforge", "/var/run/argocd/argocd-cmp-server", "runAsUser: 999", "subPath: plugin.yaml", "kind: ConfigMap", "name: spokeforge-cmp-plugin", "mountPath: /tmp",
+		"reposerver.plugin.use.manifest.generate.paths: \"true\"", "reposerver.plugin.tar.exclusions: .git/*"} {
 		if !strings.Contains(string(out), w) {
 			t.Errorf("built overlay lacks %q", w)
 		}

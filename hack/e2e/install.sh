@@ -175,7 +175,6 @@ eso_workspace() {
 }
 spoke_controllers() {
   build "$cm" cert-manager-controller "cert-manager-v1.19.4+main-$(sha256sum "$cm/main.go" "$cm/go.mod" "$cm/go.sum" | sha256sum | cut -c1-12)" . ""
-  (cd "$eso" && ticking "go mod download (External Secrets v0.16.2)" go mod download)
   GOWORK="$(eso_workspace)" build "$eso" external-secrets \
     "external-secrets-v0.16.2-aws-only+$(cat "$eso/main.go" "$eso/go.mod" "$eso/go.sum" "$eso"/patch/pkg/*/register/register.go | sha256sum | cut -c1-12)" . ""
 }

@@ -128,7 +128,11 @@ func checkCluster(display, dirName string, lines record.Lines, c *v1alpha1.Clust
 
 // LoadCluster reads <dir>/cluster.yaml (a regular file inside dir, bounded);
 // errors name it as <displayDir>/cluster.yaml. The record's metadata.name
-// must equal dir's name.
+// must equal the directory's name: displayDir's last element, or dir's when
+// displayDir is "." or empty. In the CMP, displayDir is the Application's
+// source path (ARGOCD_APP_SOURCE_PATH) and dir the sidecar's working copy,
+// whose own name is a random one when the repo-server sends only the
+// annotated paths (manifest-generate-paths; docs/cmp.md).
 func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) {
 	display := filepath.ToSlash(filepath.Join(displayDir, ClusterFile))
 	data, err := safefile.Read(dir, ClusterFile, MaxRecordBytes)
@@ -144,11 +148,15 @@ func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) 
 	if errs != nil {
 		return validate.ClusterEntry{}, errs
 	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return validate.ClusterEntry{}, record.Errors{{File: display, Msg: "cannot resolve its directory"}}
+	dirName := path.Base(filepath.ToSlash(filepath.Clean(displayDir)))
+	if dirName == "." || dirName == "/" || displayDir == "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return validate.ClusterEntry{}, record.Errors{{File: display, Msg: "cannot resolve its directory"}}
+		}
+		dirName = filepath.Base(abs)
 	}
-	return checkCluster(display, filepath.Base(abs), lines, &c)
+	return checkCluster(display, dirName, lines, &c)
 }
 
 // Load reads every record of the repo checked out at root (ReadFiles) and

@@ -16,6 +16,7 @@ import (
 	argocmp "github.com/argoproj/argo-cd/v3/util/cmp"
 	"github.com/argoproj/argo-cd/v3/util/tgzstream"
 	"google.golang.org/grpc"
+	"sigs.k8s.io/yaml"
 )
 
 const root = "../.."
@@ -131,6 +132,36 @@ func TestArgoCDv3RunsThePlugin(t *testing.T) {
 			}
 		})
 	}
+	// With reposerver.plugin.use.manifest.generate.paths (manifests/cmp) and the "." annotation
+	// spokeforge's Applications carry, the repo-server tars the common root of the annotated
+	// paths and the app path: the cluster directory alone, with the install's exclusions.
+	t.Run("the cluster directory alone renders the same", func(t *testing.T) {
+		app := filepath.Join(repo, "clusters/gpu-east-1")
+		full := newStream(t, repo, app, env)
+		if err := svc.GenerateManifest(full); err != nil {
+			t.Fatal(err)
+		}
+		tgz, meta, err := argocmp.GetCompressedRepoAndMetadata(app, app, env, strings.Split(installParams(t)["reposerver.plugin.tar.exclusions"], ";"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tgzstream.CloseAndDelete(tgz)
+		var buf bytes.Buffer
+		if _, err := io.Copy(&buf, tgz); err != nil {
+			t.Fatal(err)
+		}
+		if rel := meta.GetMetadata().GetAppRelPath(); rel != "." {
+			t.Fatalf("app path in the tarball: %q", rel)
+		}
+		alone := &stream{reqs: []*apiclient.AppStreamRequest{meta, argocmp.AppFileRequest(buf.Bytes())}}
+		if err := svc.GenerateManifest(alone); err != nil {
+			t.Fatalf("the cluster directory alone: %v", err)
+		}
+		if strings.Join(alone.resp.Manifests, "\n---\n") != strings.Join(full.resp.Manifests, "\n---\n") {
+			t.Fatal("the cluster directory alone renders other manifests than the whole repository")
+		}
+		t.Logf("tarball: %d bytes for the cluster directory", buf.Len())
+	})
 	t.Run("hub mode through the mode parameter", func(t *testing.T) {
 		s := newStream(t, repo, filepath.Join(repo, "clusters/gpu-east-1"),
 			append(env, `ARGOCD_APP_PARAMETERS=[{"name":"mode","string":"hub"}]`))
@@ -166,4 +197,23 @@ func TestArgoCDv3RunsThePlugin(t *testing.T) {
 			t.Errorf("error does not name file and field: %v", err)
 		}
 	})
+}
+
+// installParams reads the argocd-cmd-params-cm settings manifests/cmp installs.
+func installParams(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "manifests/cmp/argocd-cmd-params-cm.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["reposerver.plugin.use.manifest.generate.paths"] != "true" {
+		t.Fatalf("manifests/cmp does not turn on reposerver.plugin.use.manifest.generate.paths: %v", cm.Data)
+	}
+	return cm.Data
 }

@@ -68,7 +68,7 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kustomize build of the install overlay: %v", err)
 			}
-			var repo, cm map[string]any
+			var repo, cm, params map[string]any
 			for _, r := range m.Resources() {
 				obj, err := r.Map()
 				if err != nil {
@@ -79,6 +79,8 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 					repo = obj
 				case "ConfigMap/argocd-cm":
 					cm = obj
+				case "ConfigMap/argocd-cmd-params-cm":
+					params = obj
 				}
 			}
 			if repo == nil || cm == nil {
@@ -97,6 +99,12 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 								Name         string
 								Command      []string
 								VolumeMounts []struct{ Name, MountPath string } `json:"volumeMounts"`
+								Env          []struct {
+									Name      string
+									ValueFrom *struct {
+										ConfigMapKeyRef *struct{ Name, Key string } `json:"configMapKeyRef"`
+									} `json:"valueFrom"`
+								}
 							}
 							Volumes []struct{ Name string }
 						}
@@ -136,6 +144,32 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 			}
 			if !sidecar {
 				t.Error("no spokeforge sidecar in argocd-repo-server")
+			}
+			// The fleet settings manifests/cmp puts in argocd-cmd-params-cm reach the repo-server
+			// through the release's own env mapping.
+			pdata, _ := params["data"].(map[string]any)
+			for key, env := range map[string]string{
+				"reposerver.plugin.use.manifest.generate.paths": "ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS",
+				"reposerver.plugin.tar.exclusions":              "ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS",
+			} {
+				if pdata[key] == nil {
+					t.Errorf("argocd-cmd-params-cm lacks %s", key)
+				}
+				mapped := false
+				for _, c := range pod.Containers {
+					for _, e := range c.Env {
+						if c.Name == "argocd-repo-server" && e.Name == env && e.ValueFrom != nil && e.ValueFrom.ConfigMapKeyRef != nil &&
+							e.ValueFrom.ConfigMapKeyRef.Name == "argocd-cmd-params-cm" && e.ValueFrom.ConfigMapKeyRef.Key == key {
+							mapped = true
+						}
+					}
+				}
+				if !mapped {
+					t.Errorf("the %s repo-server does not read %s from argocd-cmd-params-cm %s", release, env, key)
+				}
+			}
+			if pdata["reposerver.plugin.use.manifest.generate.paths"] != "true" {
+				t.Errorf("argocd-cmd-params-cm: reposerver.plugin.use.manifest.generate.paths = %v", pdata["reposerver.plugin.use.manifest.generate.paths"])
 			}
 			var copies bool
 			for _, ic := range pod.InitContainers {

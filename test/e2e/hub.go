@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,6 +99,11 @@ type Options struct {
 	SpokeforgeOptional bool
 	// SkipSpokeCRDs skips the cert-manager, External Secrets and NFD CRDs on the spoke.
 	SkipSpokeCRDs bool
+	// NoHealthChecks leaves spokeforge's Lua health checks out of argocd-cm: Argo CD's own
+	// apply (an Application, for one, is then Healthy as soon as it exists).
+	NoHealthChecks bool
+	// CountPluginBytes puts a counting proxy between repo-server and cmp-server (PluginBytes).
+	CountPluginBytes bool
 	// AppResync is the controller's --app-resync period: how often it compares every app
 	// with git, standing in for a git webhook; default 10s (Argo CD's default is 3m).
 	AppResync time.Duration
@@ -133,6 +140,10 @@ type Hub struct {
 	FakeAWS        string // path of the test/e2e/fakeaws binary, built with spokeforge
 
 	Processes map[string]*Process
+
+	// PluginBytes counts the bytes the repo-server sent the cmp-server (Options.CountPluginBytes):
+	// the tarballs and their metadata, in gRPC frames.
+	PluginBytes atomic.Int64
 
 	opts     Options
 	mu       sync.Mutex
@@ -481,20 +492,39 @@ func (h *Hub) start(ctx context.Context) error {
 	if err := os.MkdirAll(cmpWork, 0o755); err != nil {
 		return err
 	}
+	// With CountPluginBytes the cmp-server listens in a folder of its own and a counting proxy
+	// takes its socket's name where the repo-server looks.
+	cmpSockDir := h.PluginSockDir
+	if h.opts.CountPluginBytes {
+		cmpSockDir = filepath.Join(h.Dir, "plugins-behind-proxy")
+		if err := os.MkdirAll(cmpSockDir, 0o755); err != nil {
+			return err
+		}
+	}
 	cmp, err := h.run(procSpec{name: "argocd-cmp-server", path: link("argocd-cmp-server"),
 		args: []string{"--config-dir-path", cmpDir, "--loglevel", "debug"},
-		env:  append(common, "ARGOCD_CMP_WORKDIR="+cmpWork), dir: cmpWork})
+		env:  append(common, "ARGOCD_CMP_WORKDIR="+cmpWork, "ARGOCD_PLUGINSOCKFILEPATH="+cmpSockDir), dir: cmpWork})
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, cmp, "plugin socket in "+h.PluginSockDir, time.Minute, func(context.Context) error {
-		m, _ := filepath.Glob(filepath.Join(h.PluginSockDir, "*.sock"))
-		if len(m) == 0 {
+	var cmpSocks []string
+	if err := waitFor(ctx, cmp, "plugin socket in "+cmpSockDir, time.Minute, func(context.Context) error {
+		cmpSocks, _ = filepath.Glob(filepath.Join(cmpSockDir, "*.sock"))
+		if len(cmpSocks) == 0 {
 			return errors.New("no *.sock yet")
 		}
 		return nil
 	}); err != nil {
 		return err
+	}
+	if h.opts.CountPluginBytes {
+		for _, sock := range cmpSocks {
+			stop, err := countingProxy(filepath.Join(h.PluginSockDir, filepath.Base(sock)), sock, &h.PluginBytes)
+			if err != nil {
+				return err
+			}
+			h.onStop(stop)
+		}
 	}
 
 	h.RepoServerAddr = fmt.Sprintf("127.0.0.1:%d", repoPort)
@@ -508,10 +538,14 @@ func (h *Hub) start(ctx context.Context) error {
 		// --disable-tls refuses: plaintext on loopback, as before, needs it empty.
 		repoArgs = append(repoArgs, "--client-ca-path=")
 	}
-	// As the README tells users (reposerver.plugin.tar.exclusions): the CMP gets the
-	// repository without its git objects.
+	// The plugin settings manifests/cmp installs into argocd-cmd-params-cm, as Argo CD's
+	// repo-server Deployment maps them to its environment.
+	params, err := repoServerPluginParams(h.opts.RepoRoot)
+	if err != nil {
+		return err
+	}
 	repo, err := h.run(procSpec{name: "argocd-repo-server", path: link("argocd-repo-server"), args: repoArgs,
-		env: append(common, "ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS=.git/*")})
+		env: append(common, params...)})
 	if err != nil {
 		return err
 	}
@@ -768,6 +802,9 @@ stringData:
 		return err
 	}
 	// spokeforge's Lua health checks, as an install adds them (manifests/argocd-cm).
+	if h.opts.NoHealthChecks {
+		return nil
+	}
 	patch, err := os.ReadFile(filepath.Join(h.opts.RepoRoot, filepath.FromSlash(HealthPatch)))
 	if os.IsNotExist(err) {
 		return nil
@@ -909,4 +946,85 @@ func redisPing(addr string) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// repoServerPluginParams reads manifests/cmp/argocd-cmd-params-cm.yaml and returns its
+// settings as the repo-server environment Argo CD's install derives from them
+// (manifests/base/repo-server/argocd-repo-server-deployment.yaml).
+func repoServerPluginParams(root string) ([]string, error) {
+	b, err := os.ReadFile(filepath.Join(root, "manifests", "cmp", "argocd-cmd-params-cm.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal(b, &cm); err != nil {
+		return nil, fmt.Errorf("manifests/cmp/argocd-cmd-params-cm.yaml: %v", err)
+	}
+	envOf := map[string]string{
+		"reposerver.plugin.use.manifest.generate.paths": "ARGOCD_REPO_SERVER_PLUGIN_USE_MANIFEST_GENERATE_PATHS",
+		"reposerver.plugin.tar.exclusions":              "ARGOCD_REPO_SERVER_PLUGIN_TAR_EXCLUSIONS",
+	}
+	var env []string
+	for k, v := range cm.Data {
+		e, ok := envOf[k]
+		if !ok {
+			return nil, fmt.Errorf("manifests/cmp/argocd-cmd-params-cm.yaml: the harness does not know %s", k)
+		}
+		env = append(env, e+"="+v)
+	}
+	sort.Strings(env)
+	return env, nil
+}
+
+// countingProxy listens on the unix socket at listen and forwards every connection to target,
+// adding the bytes the client sends to sent. stop closes the listener.
+func countingProxy(listen, target string, sent *atomic.Int64) (stop func(), err error) {
+	l, err := net.Listen("unix", listen)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("unix", target)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				done := make(chan struct{})
+				go func() {
+					_, _ = io.Copy(countingWriter{up, sent}, c)
+					if u, ok := up.(*net.UnixConn); ok {
+						_ = u.CloseWrite()
+					}
+					close(done)
+				}()
+				_, _ = io.Copy(c, up)
+				if u, ok := c.(*net.UnixConn); ok {
+					_ = u.CloseWrite()
+				}
+				<-done
+			}()
+		}
+	}()
+	return func() { l.Close() }, nil
+}
+
+// countingWriter adds what it writes to n as it goes.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n.Add(int64(k))
+	return k, err
 }

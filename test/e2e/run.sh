@@ -15,7 +15,8 @@ trap 'rm -rf "$status"' EXIT
 # One test binary for every release: two go test processes would each compile and link it.
 # Without go test's vet (make vet covers the harness); the binary takes go test's run flags
 # as -test.NAME, and runs in the package's folder, as go test runs it.
-"$go" test -c -vet=off -tags e2e -o "$status/e2e.test" ./test/e2e/ || exit 1
+# No DWARF (-ldflags=-w): a quarter less link time, and nothing reads it.
+"$go" test -c -vet=off -ldflags=-w -tags e2e -o "$status/e2e.test" ./test/e2e/ || exit 1
 args=()
 for a in "$@"; do
   case "$a" in

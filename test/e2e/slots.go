@@ -26,6 +26,7 @@ var expectedSeconds = map[string]int{
 	"TestContractsBreakForReal": 200,
 	"TestReissueCertificate":    140,
 	"TestSecretsSync":           130,
+	"TestFleetCommit":           150,
 	"TestSmoke":                 75,
 }
 
