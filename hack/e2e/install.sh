@@ -161,21 +161,30 @@ eso="$tools/external-secrets-v0.16"
 # packages are replaced by the tools module's patch/ files. go build -overlay cannot do this:
 # it refuses files beneath GOMODCACHE.
 eso_workspace() {
-  local src="$bin/../src/external-secrets-v0.16.2"
-  if [ ! -d "$src" ]; then
+  local src="$bin/../src/external-secrets-v0.16.2" dir
+  if [ ! -f "$src/go.mod" ]; then
     mkdir -p "$(dirname "$src")"
-    rm -rf "$src.tmp"
-    cp -r "$(cd "$eso" && go list -m -f '{{.Dir}}' github.com/external-secrets/external-secrets)" "$src.tmp"
-    chmod -R u+w "$src.tmp" && mv "$src.tmp" "$src"
+    rm -rf "$src" "$src.tmp"
+    # The ESO module alone (go build then fetches only the modules it compiles, not every
+    # cloud SDK of ESO's graph).
+    (cd "$eso" && go mod download github.com/external-secrets/external-secrets) || return 1
+    dir="$(cd "$eso" && go list -m -f '{{.Dir}}' github.com/external-secrets/external-secrets)"
+    if [ -z "$dir" ] || [ ! -f "$dir/go.mod" ]; then
+      echo "the External Secrets module is not in the module cache after go mod download" >&2
+      return 1
+    fi
+    cp -r "$dir" "$src.tmp" && chmod -R u+w "$src.tmp" && mv "$src.tmp" "$src" || return 1
   fi
-  cp -r "$eso/patch/." "$src/"
+  cp -r "$eso/patch/." "$src/" || return 1
   printf 'go %s\n\nuse %s\n\nreplace github.com/external-secrets/external-secrets v0.16.2 => %s\n' \
     "$(cd "$eso" && go list -m -f '{{.GoVersion}}')" "$eso" "$src" >"$src.go.work"
   echo "$src.go.work"
 }
 spoke_controllers() {
   build "$cm" cert-manager-controller "cert-manager-v1.19.4+main-$(sha256sum "$cm/main.go" "$cm/go.mod" "$cm/go.sum" | sha256sum | cut -c1-12)" . ""
-  GOWORK="$(eso_workspace)" build "$eso" external-secrets \
+  local work
+  work="$(eso_workspace)" || { say "preparing the External Secrets module failed (above)"; exit 1; }
+  GOWORK="$work" build "$eso" external-secrets \
     "external-secrets-v0.16.2-aws-only+$(cat "$eso/main.go" "$eso/go.mod" "$eso/go.sum" "$eso"/patch/pkg/*/register/register.go | sha256sum | cut -c1-12)" . ""
 }
 for v in "${versions[@]}"; do
