@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -356,8 +357,16 @@ func fleetHubSetup(ctx context.Context, t *testing.T, h *Hub, repo *GitRepo, n i
 			t.Fatal(err)
 		}
 	}
-	// The hub's External Secrets Operator stands in: each cluster's ExternalSecret reports
-	// synced (the cluster Secrets above are what Argo CD reads).
+	// The hub render makes an ExternalSecret per cluster: the hub gets the External Secrets
+	// CRDs, and a stand-in plays its operator (each reports synced; the cluster Secrets above
+	// are what Argo CD reads).
+	esoDir, err := ModuleDir(ExternalSecretsMod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml")); err != nil {
+		t.Fatal(err)
+	}
 	StartStandInControllers(ctx, h.Hub, "ExternalSecret")
 	window := []byte(`{"spec":{"syncWindows":[{"kind":"deny","schedule":"* * * * *","duration":"24h","applications":["spoke-*"],"manualSync":false}]}}`)
 	if _, err := h.Hub.Dynamic.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects"}).Namespace(ArgoCDNamespace).Patch(ctx, "default", types.MergePatchType, window, metav1.PatchOptions{}); err != nil {
@@ -463,7 +472,7 @@ func (m *fleetMeter) step(ctx context.Context, t *testing.T, n int, layout, step
 	time.Sleep(2 * time.Second)
 	r := fleetRow{N: n, Layout: layout, Step: step, Apps: apps, Wall: wall}
 	r.Renders = countLines(t, m.cmpLog, m.cmpMark, "Plugin command successful")
-	r.Generated = countLines(t, m.repoLog, m.repoMark, "manifest cache miss")
+	r.Generated = manifestMisses(t, m.repoLog, m.repoMark)
 	r.RepoCPU = procCPU(t, m.h, "argocd-repo-server") - m.repoCPU
 	r.CMPCPU = procCPU(t, m.h, "argocd-cmp-server") - m.cmpCPU
 	r.Bytes = m.h.PluginBytes.Load() - m.bytesMark
@@ -522,6 +531,29 @@ func waitFleetRevision(ctx context.Context, t *testing.T, h *Hub, want int, revi
 		time.Sleep(time.Second)
 	}
 }
+
+// manifestMisses counts the manifest generations in the repo-server's log after offset: the
+// distinct cache keys (app, revision, source) of its "manifest cache miss" lines, which it logs
+// once before and once after taking the generation lock.
+func manifestMisses(t *testing.T, path string, offset int64) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for _, line := range strings.Split(string(b[offset:]), "\n") {
+		if !strings.Contains(line, `"msg":"manifest cache miss"`) {
+			continue
+		}
+		if m := cacheKey.FindStringSubmatch(line); m != nil {
+			keys[m[1]] = true
+		}
+	}
+	return len(keys)
+}
+
+var cacheKey = regexp.MustCompile(`"cacheKey":"([^"]*)"`)
 
 func countLines(t *testing.T, path string, offset int64, substr string) int {
 	t.Helper()
