@@ -19,6 +19,7 @@ import (
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
+	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
 // exitError carries an exit code; its message is already printed.
@@ -108,29 +109,32 @@ func namesCmd(stdout, stderr io.Writer) *cobra.Command {
 			if len(args) == 1 {
 				dir = args[0]
 			}
-			var all []*names.Names
+			var entries []validate.ClusterEntry
 			if _, err := os.Stat(filepath.Join(dir, repo.ClusterFile)); err == nil {
 				e, errs := repo.LoadCluster(dir, dir)
 				if len(errs) > 0 {
 					return report(stderr, errs)
 				}
-				all = append(all, e.Names)
+				entries = append(entries, e)
 			} else {
 				r, errs := repo.Load(dir)
 				if len(errs) > 0 {
 					return report(stderr, errs)
 				}
-				for _, e := range r.Clusters {
-					all = append(all, e.Names)
-				}
+				entries = r.Clusters
 			}
-			sort.Slice(all, func(i, j int) bool { return all[i].Cluster < all[j].Cluster })
+			sort.Slice(entries, func(i, j int) bool { return entries[i].Names.Cluster < entries[j].Names.Cluster })
 			var buf bytes.Buffer
 			switch output {
 			case "json":
-				m := map[string]*names.Names{}
-				for _, n := range all {
-					m[n.Cluster] = n
+				// Each cluster's names and, under "iam", its workload role's IAM documents.
+				type clusterJSON struct {
+					*names.Names
+					IAM names.IAMPolicies `json:"iam"`
+				}
+				m := map[string]clusterJSON{}
+				for _, e := range entries {
+					m[e.Names.Cluster] = clusterJSON{Names: e.Names, IAM: names.Policies(e.Cluster, e.Names)}
 				}
 				enc := json.NewEncoder(&buf)
 				enc.SetIndent("", "  ")
@@ -138,6 +142,10 @@ func namesCmd(stdout, stderr io.Writer) *cobra.Command {
 					return err
 				}
 			case "table":
+				all := make([]*names.Names, len(entries))
+				for i, e := range entries {
+					all[i] = e.Names
+				}
 				writeNamesTable(&buf, all)
 			default:
 				return fmt.Errorf("-o %q: want table or json", output)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
-	"github.com/spokeforge/spokeforge/cmp"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spokeforge/spokeforge/cmp"
+	"github.com/spokeforge/spokeforge/internal/iampolicy"
 )
 
 const exampleCluster = "examples/gitops/clusters/gpu-east-1/cluster.yaml"
@@ -213,6 +216,60 @@ func TestNamesJSON(t *testing.T) {
 	for _, w := range []string{`"iamRole": "eue1-workload"`, `"subject": "acme-ml/prod/us-east-1/dc-ash1/equinix/gpu-east-1"`, `"name": "eue1-results.fifo"`, `"appOfApps": "registry-gpu-east-1"`} {
 		if !strings.Contains(out, w) {
 			t.Errorf("names json lacks %s", w)
+		}
+	}
+	// Under "iam", each cluster's two IAM documents, as IAM reads them.
+	var got struct {
+		Clusters map[string]struct {
+			IAM struct {
+				TrustPolicy      iampolicy.Document  `json:"trustPolicy"`
+				PermissionPolicy *iampolicy.Document `json:"permissionPolicy"`
+			} `json:"iam"`
+		} `json:"clusters"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	east := got.Clusters["gpu-east-1"].IAM
+	tags := map[string]string{
+		"aws:SourceArn":                   "arn:aws:rolesanywhere:us-east-1:111122223333:trust-anchor/0c5d6a3e-1f2b-4c8d-9e0f-1a2b3c4d5e6f",
+		"aws:PrincipalTag/x509Subject/CN": "gpu-east-1", "aws:PrincipalTag/x509Subject/O": "acme-ml",
+		"aws:PrincipalTag/x509Subject/OU": "prod", "aws:PrincipalTag/x509Subject/ST": "us-east-1",
+		"aws:PrincipalTag/x509Subject/L": "dc-ash1.equinix", "aws:PrincipalTag/x509SAN/URI": "spiffe://spokeforge.io/acme-ml/prod/us-east-1/dc-ash1/equinix/gpu-east-1",
+	}
+	for _, a := range []string{"sts:AssumeRole", "sts:TagSession", "sts:SetSourceIdentity"} {
+		req := iampolicy.Request{Action: a, PrincipalService: "rolesanywhere.amazonaws.com", Context: tags}
+		if d := iampolicy.Evaluate(req, east.TrustPolicy); d != iampolicy.Allow {
+			t.Errorf("trust policy: %s for the record's certificate is %v", a, d)
+		}
+	}
+	tags["aws:PrincipalTag/x509Subject/CN"] = "gpu-west-2"
+	if d := iampolicy.Evaluate(iampolicy.Request{Action: "sts:AssumeRole", PrincipalService: "rolesanywhere.amazonaws.com", Context: tags}, east.TrustPolicy); d == iampolicy.Allow {
+		t.Error("trust policy: gpu-west-2's certificate may assume gpu-east-1's role")
+	}
+	if east.PermissionPolicy == nil {
+		t.Fatal("no permission policy for gpu-east-1")
+	}
+	for res, action := range map[string]string{
+		"arn:aws:secretsmanager:us-east-1:111122223333:secret:acme-ml/us-east-1/dc-ash1/equinix/gpu-east-1/hf-token-a1B2c3": "secretsmanager:GetSecretValue",
+		"arn:aws:sqs:us-east-1:111122223333:eue1-results.fifo":                                                              "sqs:ReceiveMessage",
+		"arn:aws:s3:::eue1-models/weights/llama.bin":                                                                        "s3:GetObject",
+		"arn:aws:ecr:us-east-1:111122223333:repository/eue1/inference":                                                      "ecr:BatchGetImage",
+		"*": "ecr:GetAuthorizationToken",
+	} {
+		if d := iampolicy.Evaluate(iampolicy.Request{Action: action, Resource: res}, *east.PermissionPolicy); d != iampolicy.Allow {
+			t.Errorf("permission policy: %s on %s is %v", action, res, d)
+		}
+	}
+	for res, action := range map[string]string{
+		"arn:aws:secretsmanager:us-east-1:111122223333:secret:acme-ml/us-west-2/dc-sea1/equinix/gpu-west-2/hf-token-a1B2c3": "secretsmanager:GetSecretValue",
+		"arn:aws:secretsmanager:us-east-1:111122223333:secret:acme-ml/us-east-1/dc-ash1/equinix/gpu-east-1/hf-token-a1B2c3": "secretsmanager:PutSecretValue",
+		"arn:aws:sqs:us-east-1:111122223333:eue1-results.fifo":                                                              "sqs:DeleteQueue",
+		"arn:aws:s3:::eue1-models":                                     "s3:DeleteBucket",
+		"arn:aws:ecr:us-east-1:111122223333:repository/eue1/inference": "ecr:PutImage",
+	} {
+		if d := iampolicy.Evaluate(iampolicy.Request{Action: action, Resource: res}, *east.PermissionPolicy); d == iampolicy.Allow {
+			t.Errorf("permission policy allows %s on %s", action, res)
 		}
 	}
 }

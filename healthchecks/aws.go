@@ -157,6 +157,8 @@ func (r *run) awsSecrets(ctx context.Context, b *builder) {
 			b.finding(Failed, check, "SecretMissing", "the secret "+s.Name+" is missing in Secrets Manager (run spokeforge secrets sync)",
 				fmt.Sprintf("Secrets Manager has no secret %s (%s after %d attempts): write it from the gitops repo with spokeforge secrets sync --cluster %s",
 					s.Name, errorCode(err), attempts, r.cfg.Spec.Cluster))
+		case err != nil && NotAuthorized(err):
+			b.denied(check, "secretsmanager:DescribeSecret", s.Name, err)
 		case err != nil:
 			st := classify(err)
 			b.errFinding(st, check, "SecretUnreadable", "the secret "+s.Name+" cannot be read",
@@ -188,6 +190,8 @@ func (r *run) registry(ctx context.Context) Result {
 			return err
 		})
 		switch {
+		case err != nil && NotAuthorized(err):
+			b.denied("ecr:GetAuthorizationToken", "ecr:GetAuthorizationToken", "*", err)
 		case err != nil:
 			st := classify(err)
 			b.errFinding(st, "ecr:GetAuthorizationToken", "RegistryTokenDenied", "the registry refuses a pull token",
@@ -210,6 +214,8 @@ func (r *run) registry(ctx context.Context) Result {
 			case err != nil && NotFound(err):
 				b.finding(Failed, check, "RepositoryMissing", "the registry repository "+repo+" has not been provisioned",
 					fmt.Sprintf("ECR has no repository %s (%s after %d attempts)", repo, errorCode(err), attempts))
+			case err != nil && NotAuthorized(err):
+				b.denied(check, "ecr:DescribeRepositories", repo, err)
 			case err != nil:
 				st := classify(err)
 				b.errFinding(st, check, "RepositoryUnreadable", "the registry repository "+repo+" cannot be read",
@@ -224,7 +230,7 @@ func (r *run) registry(ctx context.Context) Result {
 	for _, ref := range sp.RegistrySecrets {
 		r.externalSecret(ctx, &b, ref.Namespace, ref.Name, true)
 	}
-	return b.done("Verified", fmt.Sprintf("pull token issued; %d repositories reachable", len(sp.Registries)))
+	return b.done("Verified", fmt.Sprintf("pull token issued; %s reachable", counted(len(sp.Registries), "repository", "repositories")))
 }
 
 // queues: every derived queue has a URL and readable attributes.
@@ -252,6 +258,9 @@ func (r *run) queues(ctx context.Context) Result {
 			b.finding(Failed, "sqs:GetQueueUrl "+q, "QueueMissing", "the queue "+q+" has not been provisioned",
 				fmt.Sprintf("queue %s does not exist (%s after %d attempts)", q, errorCode(err), attempts))
 			continue
+		case err != nil && NotAuthorized(err):
+			b.denied("sqs:GetQueueUrl "+q, "sqs:GetQueueUrl", q, err)
+			continue
 		case err != nil:
 			st := classify(err)
 			b.errFinding(st, "sqs:GetQueueUrl "+q, "QueueUnreadable", "the queue "+q+" cannot be reached",
@@ -265,6 +274,10 @@ func (r *run) queues(ctx context.Context) Result {
 				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll}})
 			return err
 		})
+		if err != nil && NotAuthorized(err) {
+			b.denied("sqs:GetQueueAttributes "+q, "sqs:GetQueueAttributes", q, err)
+			continue
+		}
 		if err != nil {
 			st := classify(err)
 			b.errFinding(st, "sqs:GetQueueAttributes "+q, "QueueAttributesDenied", "the queue "+q+" cannot be read",
@@ -273,7 +286,7 @@ func (r *run) queues(ctx context.Context) Result {
 		}
 		b.pass("sqs:GetQueueAttributes "+q, "%s, %s messages visible", attrs.Attributes["QueueArn"], attrs.Attributes["ApproximateNumberOfMessages"])
 	}
-	return b.done("Verified", fmt.Sprintf("%d queues exist and are readable", len(sp.Queues)))
+	return b.done("Verified", fmt.Sprintf("%s exist and are readable", counted(len(sp.Queues), "queue", "queues")))
 }
 
 // buckets: HeadBucket on every derived bucket (needs s3:ListBucket).

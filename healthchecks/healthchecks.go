@@ -315,6 +315,22 @@ func (b *builder) count(s State) int {
 	return n
 }
 
+// counted is "1 queue" or "n queues".
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// denied records a call IAM refused: the workload role's permission
+// policy does not allow action on what. AWS's refusal names the resource.
+func (b *builder) denied(check, action, what string, err error) {
+	b.finding(Failed, check, "NotAuthorized", "the workload role's policy does not allow "+action+" on "+what,
+		fmt.Sprintf("%s %s: refused by IAM (%s); the workload role's permission policy must allow it: spokeforge names -o json gives the policy (iam.permissionPolicy)",
+			action, what, short(err)))
+}
+
 // noCredentials marks the AWS part of a boundary as not checked.
 func (b *builder) noCredentials(check string) {
 	b.finding(NotChecked, check, "NotChecked", "it could not be checked without AWS credentials",

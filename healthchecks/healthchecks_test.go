@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
+	"github.com/spokeforge/spokeforge/internal/iampolicy"
 )
 
 const (
@@ -109,6 +110,22 @@ func ready(extra map[string]any) map[string]any {
 		st[k] = v
 	}
 	return st
+}
+
+// policyWithout is a permission policy that allows every call to every
+// service but service, which it allows only on resource: the role's policy
+// narrowed to leave the world's own resources of that service out.
+func policyWithout(service, resource string) iampolicy.Document {
+	var others iampolicy.Strings
+	for _, s := range []string{"secretsmanager", "ecr", "sqs", "s3"} {
+		if s != service {
+			others = append(others, s+":*")
+		}
+	}
+	return iampolicy.Document{Version: iampolicy.Version, Statement: []iampolicy.Statement{
+		{Effect: "Allow", Action: others, Resource: iampolicy.Strings{"*"}},
+		{Effect: "Allow", Action: iampolicy.Strings{service + ":*"}, Resource: iampolicy.Strings{resource}},
+	}}
 }
 
 // world is a spoke and an AWS account where every contract holds; cases
@@ -316,6 +333,22 @@ func TestFirstFailedBoundary(t *testing.T) {
 			w.aws = recreate(w, func(f *awsfake.Server) { f.AllowRole(role); f.AddQueue("eue1-results.fifo") }, "queue")
 		}, "Queues", Failed, "QueueMissing",
 			"the workload identity is valid and secrets, certificates and the registry are ready, but the queue eue1-jobs has not been provisioned", ExitFailed},
+		{"secrets: the role's policy leaves a secret out", func(w *world) {
+			w.aws.PutRolePolicy(role, "spokeforge", policyWithout("secretsmanager", "arn:aws:secretsmanager:"+region+":"+account+":secret:acme/us-east-1/dc/eq/gpu-east-1/other-??????"))
+		}, "Secrets", Failed, "NotAuthorized",
+			"the workload identity is valid, but the workload role's policy does not allow secretsmanager:DescribeSecret on acme/us-east-1/dc/eq/gpu-east-1/hf-token", ExitFailed},
+		{"registry: the role's policy has no token statement", func(w *world) {
+			w.aws.PutRolePolicy(role, "spokeforge", policyWithout("ecr", "arn:aws:ecr:"+region+":"+account+":repository/eue1/inference"))
+		}, "Registry", Failed, "NotAuthorized",
+			"the workload identity is valid and secrets and certificates are ready, but the workload role's policy does not allow ecr:GetAuthorizationToken on *", ExitFailed},
+		{"queues: the role's policy leaves a queue out", func(w *world) {
+			w.aws.PutRolePolicy(role, "spokeforge", policyWithout("sqs", "arn:aws:sqs:"+region+":"+account+":eue1-results.fifo"))
+		}, "Queues", Failed, "NotAuthorized",
+			"the workload identity is valid and secrets, certificates and the registry are ready, but the workload role's policy does not allow sqs:GetQueueUrl on eue1-jobs", ExitFailed},
+		{"storage: the role's policy leaves the bucket out", func(w *world) {
+			w.aws.PutRolePolicy(role, "spokeforge", policyWithout("s3", "arn:aws:s3:::eue1-other"))
+		}, "Storage", Failed, "BucketDenied",
+			"the workload identity is valid and secrets, certificates, the registry and the queues are ready, but access to the bucket eue1-models is denied", ExitFailed},
 		{"queues: throttled throughout", func(w *world) {
 			w.aws.Inject("sqs.GetQueueUrl", awsfake.Fault{Times: -1, Status: 400, Code: "ThrottlingException", Message: "Rate exceeded"})
 		}, "Queues", Pending, "PendingQueueUnreadable",

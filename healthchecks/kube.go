@@ -113,7 +113,7 @@ func (r *run) secrets(ctx context.Context) Result {
 	for _, s := range sp.Secrets {
 		r.externalSecret(ctx, &b, s.ExternalSecret.Namespace, s.ExternalSecret.Name, false)
 	}
-	return b.done("Verified", fmt.Sprintf("%d secrets exist under %s and are synchronised", len(sp.Secrets), sp.SecretPath))
+	return b.done("Verified", fmt.Sprintf("%s exist under %s and are synchronised", counted(len(sp.Secrets), "secret", "secrets"), sp.SecretPath))
 }
 
 // esoGrace is how long a provider "does not exist" error counts as
@@ -148,7 +148,11 @@ func (r *run) externalSecret(ctx context.Context, b *builder, ns, name string, r
 	case !ok:
 		b.finding(Pending, check, "PendingSync", what+" has not synchronised yet", "ExternalSecret "+ref+" has no Ready condition yet")
 	case st == "True":
-		b.pass(check, "Ready (%s), refreshed %s", reason, nestedString(obj, "status", "refreshTime"))
+		if refreshed, _, _ := unstructured.NestedString(obj.Object, "status", "refreshTime"); refreshed != "" {
+			b.pass(check, "Ready (%s), refreshed %s", reason, refreshed)
+		} else {
+			b.pass(check, "Ready (%s)", reason)
+		}
 	case young && providerMiss(lower):
 		b.finding(Pending, check, "PendingSync", what+" is waiting for its secret to appear",
 			fmt.Sprintf("ExternalSecret %s: %s; External Secrets retries with backoff (up to 7 min), or force it: %s", ref, msg, force))
@@ -220,7 +224,7 @@ func (r *run) certificates(ctx context.Context) Result {
 			r.failedCertificate(ctx, &b, obj, ref, reason, msg)
 		}
 	}
-	return b.done("Verified", fmt.Sprintf("%d certificates Ready and outside the renewal window", len(r.cfg.Spec.Certificates)))
+	return b.done("Verified", fmt.Sprintf("%s Ready and outside the renewal window", counted(len(r.cfg.Spec.Certificates), "certificate", "certificates")))
 }
 
 // failedCertificate explains a Certificate that is not Ready, naming its
@@ -321,7 +325,7 @@ func (r *run) storage(ctx context.Context) Result {
 	if len(sp.Buckets) == 0 && sp.StorageClass == "" {
 		return b.done("NotConfigured", "the record lists no buckets and no devices")
 	}
-	return b.done("Verified", fmt.Sprintf("%d buckets reachable, %d device volumes present", len(sp.Buckets), len(sp.Volumes)))
+	return b.done("Verified", fmt.Sprintf("%s reachable, %s present", counted(len(sp.Buckets), "bucket", "buckets"), counted(len(sp.Volumes), "device volume", "device volumes")))
 }
 
 // volumes: the rendered local PVs exist and are not Failed or Released.

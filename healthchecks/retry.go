@@ -28,6 +28,17 @@ var notFoundCodes = map[string]bool{
 	"RepositoryNotFoundException": true, "NotFound": true, "NoSuchBucket": true,
 }
 
+// notAuthorizedCodes are IAM's refusals: the caller's policies do not allow the call.
+var notAuthorizedCodes = map[string]bool{
+	"AccessDenied": true, "AccessDeniedException": true, "UnauthorizedOperation": true, "AuthorizationError": true,
+}
+
+// NotAuthorized reports an AWS error that says the calling role may not
+// make the call (its permission policy does not allow it).
+func NotAuthorized(err error) bool {
+	return notAuthorizedCodes[errorCode(err)]
+}
+
 // errorCode is the AWS error code of err, or "".
 func errorCode(err error) string {
 	var api smithy.APIError

@@ -24,6 +24,8 @@
 // Requests are routed by the service in the SigV4 credential scope. Every
 // service but Roles Anywhere rejects keys it did not issue, so a check that
 // passes here really used the credentials Roles Anywhere handed out.
+// Each call is authorized against the session role's permission policies
+// (iam.go), as IAM would: AccessDenied names the action and the resource.
 // Faults (errors, delays) can be injected per operation to exercise
 // retries and classification.
 package awsfake
@@ -46,6 +48,8 @@ import (
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/spokeforge/spokeforge/internal/iampolicy"
 )
 
 // Fault makes the next Times calls of an operation ("sqs.GetQueueUrl")
@@ -75,8 +79,9 @@ type Server struct {
 	mu          sync.Mutex
 	roles       map[string]bool // role ARNs Roles Anywhere may assume
 	anchors     map[string]trustAnchor
-	profiles    map[string]map[string]bool   // profile ARN → the role ARNs it lists
-	conditions  map[string]map[string]string // role ARN → trust-policy StringEquals conditions
+	profiles    map[string]map[string]bool               // profile ARN → the role ARNs it lists
+	trust       map[string]iampolicy.Document            // role ARN → its trust policy (iam.go)
+	policies    map[string]map[string]iampolicy.Document // role ARN → its permission policies by name
 	sessions    int
 	rejectCerts string // non-empty: CreateSession answers AccessDenied with it
 	keys        map[string]session
@@ -119,7 +124,7 @@ func New(accountID, region string) *Server {
 	be := s3mem.New()
 	return &Server{
 		AccountID: accountID, Region: region,
-		roles: map[string]bool{}, anchors: map[string]trustAnchor{}, profiles: map[string]map[string]bool{}, conditions: map[string]map[string]string{}, keys: map[string]session{}, secrets: map[string]*secret{},
+		roles: map[string]bool{}, anchors: map[string]trustAnchor{}, profiles: map[string]map[string]bool{}, trust: map[string]iampolicy.Document{}, policies: map[string]map[string]iampolicy.Document{}, keys: map[string]session{}, secrets: map[string]*secret{},
 		repos: map[string]time.Time{}, queues: map[string]*queue{}, kmsKeys: map[string][]byte{}, kmsDenied: map[string]bool{}, faults: map[string]*Fault{}, calls: map[string]int{},
 		s3: gofakes3.New(be, gofakes3.WithAutoBucket(false)), backend: be,
 	}
@@ -146,14 +151,6 @@ func (s *Server) Close() error {
 		return nil
 	}
 	return s.srv.Close()
-}
-
-// AllowRole lets Roles Anywhere issue sessions for roleArn (the role exists
-// and trusts the profile).
-func (s *Server) AllowRole(roleArn string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.roles[roleArn] = true
 }
 
 // RejectCertificates makes CreateSession fail with AccessDeniedException
@@ -304,6 +301,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.fault(w, op, false) {
 			return
 		}
+		if action, resource := s3Request(r); s.authorize(sess, action, resource) != "" {
+			writeS3Error(w, 403, "AccessDenied", s.authorize(sess, action, resource))
+			return
+		}
 		s.s3.Server().ServeHTTP(w, r)
 	case "secretsmanager", "ecr", "sqs", "kms":
 		target := r.Header.Get("X-Amz-Target")
@@ -320,6 +321,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil && err != io.EOF {
 			jsonError(w, 400, "SerializationException", "request body is not JSON")
 			return
+		}
+		for _, res := range s.jsonRequestResources(service, opName, in) {
+			if msg := s.authorize(sess, service+":"+opName, res); msg != "" {
+				code := "AccessDeniedException"
+				if service == "sqs" {
+					code = "AccessDenied"
+				}
+				jsonError(w, 400, code, msg)
+				return
+			}
 		}
 		switch service {
 		case "secretsmanager":
@@ -516,6 +527,14 @@ func jsonError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("X-Amzn-ErrorType", code)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": msg})
+}
+
+// writeS3Error is S3's error body (no ErrorResponse wrapper).
+func writeS3Error(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>awsfake</RequestId></Error>`,
+		xmlEscape(code), xmlEscape(msg))
 }
 
 func writeXMLError(w http.ResponseWriter, status int, code, msg string) {

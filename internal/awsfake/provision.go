@@ -7,22 +7,10 @@ import (
 	"github.com/spokeforge/spokeforge/internal/names"
 )
 
-// TrustPolicyConditions are the StringEquals conditions a platform puts on
-// the workload role's trust policy for the cluster n: the certificate's
-// CN, OU and SPIFFE URI as Roles Anywhere maps them to principal tags, and
-// the trust anchor as aws:SourceArn.
-func TrustPolicyConditions(n *names.Names, trustAnchorArn string) map[string]string {
-	return map[string]string{
-		"aws:PrincipalTag/x509Subject/CN": n.SubjectDN.CommonName,
-		"aws:PrincipalTag/x509Subject/OU": n.SubjectDN.OrganizationalUnit,
-		"aws:PrincipalTag/x509SAN/URI":    n.SubjectURI,
-		"aws:SourceArn":                   trustAnchorArn,
-	}
-}
-
 // ProvisionRecord creates what infrastructure code creates for one cluster
-// record: with trust roots, the trust anchor and profile it names and the
-// role with its trust-policy conditions; the secrets (each with a JSON value
+// record: with trust roots, the trust anchor and profile it names; the
+// workload role with the trust and permission policies `spokeforge names -o
+// json` gives (names.Policies), which the fake then enforces; the secrets (each with a JSON value
 // {"token": …}, which an extract and a property read both find), the
 // repositories, buckets and queues. Derived names in skip are left out.
 func ProvisionRecord(f *Server, c *v1alpha1.Cluster, n *names.Names, trust []*x509.Certificate, skip map[string]bool) error {
@@ -32,9 +20,10 @@ func ProvisionRecord(f *Server, c *v1alpha1.Cluster, n *names.Names, trust []*x5
 		f.Profile(id.ProfileArn, n.IAMRoleArn)
 	}
 	if !skip[n.IAMRole] {
-		f.AllowRole(n.IAMRoleArn)
-		for k, v := range TrustPolicyConditions(n, id.TrustAnchorArn) {
-			f.RoleCondition(n.IAMRoleArn, k, v)
+		p := names.Policies(c, n)
+		f.PutRole(n.IAMRoleArn, p.TrustPolicy)
+		if p.PermissionPolicy != nil {
+			f.PutRolePolicy(n.IAMRoleArn, "spokeforge", *p.PermissionPolicy)
 		}
 	}
 	for _, s := range n.Secrets {

@@ -11,9 +11,10 @@ import (
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
-// TestProvisionRecordTrustsOnlyItsSubject: an account provisioned from the example record issues
-// credentials for a certificate with the record's derived subject from the platform CA, and for
-// no other cluster's certificate from the same CA.
+// TestProvisionRecordTrustsOnlyItsSubject: an account provisioned from the example record (its
+// role's trust policy as spokeforge names derives it) issues credentials for a certificate with
+// the record's derived subject from the platform CA, and for no certificate from the same CA
+// that differs in any subject RDN or the SPIFFE URI.
 func TestProvisionRecordTrustsOnlyItsSubject(t *testing.T) {
 	e, errs := repo.LoadCluster("../../examples/gitops/clusters/gpu-east-1", "gpu-east-1")
 	if len(errs) > 0 {
@@ -30,14 +31,28 @@ func TestProvisionRecordTrustsOnlyItsSubject(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := e.Names
+	dn := n.SubjectDN
+	other := func(edit func(*leafSpec)) leafSpec {
+		l := leafSpec{cn: dn.CommonName, ou: dn.OrganizationalUnit, st: dn.Province, l: dn.Locality, uri: n.SubjectURI}
+		if edit != nil {
+			edit(&l)
+		}
+		return l
+	}
 	for _, tc := range []struct {
 		name string
 		leaf leafSpec
 		ok   bool
 	}{
-		{"the record's subject", leafSpec{cn: n.SubjectDN.CommonName, ou: n.SubjectDN.OrganizationalUnit, uri: n.SubjectURI}, true},
-		{"another cluster", leafSpec{cn: "gpu-west-9", ou: n.SubjectDN.OrganizationalUnit, uri: strings.Replace(n.SubjectURI, "gpu-east-1", "gpu-west-9", 1)}, false},
-		{"another environment", leafSpec{cn: n.SubjectDN.CommonName, ou: "dev", uri: n.SubjectURI}, false},
+		{"the record's subject", other(nil), true},
+		{"another cluster", other(func(l *leafSpec) {
+			l.cn, l.uri = "gpu-west-9", strings.Replace(n.SubjectURI, "gpu-east-1", "gpu-west-9", 1)
+		}), false},
+		{"another environment", other(func(l *leafSpec) { l.ou = "dev" }), false},
+		{"another region", other(func(l *leafSpec) { l.st = "us-west-2" }), false},
+		{"another zone", other(func(l *leafSpec) { l.l = "dc-sea1.equinix" }), false},
+		{"no locality", other(func(l *leafSpec) { l.l = "" }), false},
+		{"another SPIFFE URI", other(func(l *leafSpec) { l.uri += "-x" }), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.leaf.notAfter = time.Now().Add(time.Hour)

@@ -11,10 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 )
@@ -27,9 +25,11 @@ import (
 //  2. the certificate chains (through X-Amz-X509-Chain) to the trust anchor
 //     named by trustAnchorArn, and is valid now, for client authentication;
 //  3. the profile names the role;
-//  4. the role exists and its trust policy's conditions hold on the
-//     certificate's principal tags (aws:PrincipalTag/x509Subject/CN, …,
-//     x509SAN/URI) and on aws:SourceArn (the trust anchor).
+//  4. the role exists and its trust policy (iam.go) allows
+//     rolesanywhere.amazonaws.com sts:AssumeRole, sts:TagSession and
+//     sts:SetSourceIdentity with the certificate's principal tags
+//     (aws:PrincipalTag/x509Subject/CN, …, x509SAN/URI) and aws:SourceArn
+//     (the trust anchor) as condition keys.
 //
 // An account with no trust anchor registered (TrustAnchor) skips 2 and 3:
 // unit tests of checks that are not about the certificate need no CA. The
@@ -60,18 +60,6 @@ func (s *Server) Profile(arn string, roleArns ...string) {
 		roles[r] = true
 	}
 	s.profiles[arn] = roles
-}
-
-// RoleCondition adds a StringEquals condition to roleArn's trust policy:
-// key is a condition key ("aws:PrincipalTag/x509Subject/CN",
-// "aws:PrincipalTag/x509SAN/URI", "aws:SourceArn"), value what it must equal.
-func (s *Server) RoleCondition(roleArn, key, value string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conditions[roleArn] == nil {
-		s.conditions[roleArn] = map[string]string{}
-	}
-	s.conditions[roleArn][key] = value
 }
 
 // x509Authorization is "AWS4-X509-ECDSA-SHA256 Credential=<serial>/<date>/<region>/rolesanywhere/aws4_request,
@@ -150,7 +138,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	anchor, anchorKnown := s.anchors[anchorArn]
 	profileRoles, profileKnown := s.profiles[profileArn]
 	anyAnchor := len(s.anchors) > 0
-	conds := s.conditions[role]
 	s.mu.Unlock()
 	now := time.Now()
 	switch {
@@ -193,12 +180,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	tags := principalTags(leaf)
 	tags["aws:SourceArn"] = anchorArn
-	for _, k := range slices.Sorted(maps.Keys(conds)) {
-		if tags[k] != conds[k] {
-			// The service says no more than this: which condition failed is for the role's owner to find.
-			jsonError(w, 403, "AccessDeniedException", "Unable to assume role for arn "+role)
-			return
-		}
+	if !s.trusts(role, tags) {
+		// The service says no more than this: which condition failed is for the role's owner to find.
+		jsonError(w, 403, "AccessDeniedException", "Unable to assume role for arn "+role)
+		return
 	}
 
 	akid := "ASIA" + strings.ToUpper(randomID(8))

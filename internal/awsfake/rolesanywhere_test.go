@@ -53,6 +53,7 @@ func newCA(t *testing.T, cn string) ca {
 
 type leafSpec struct {
 	cn, ou, uri string
+	st, l       string // omitted when empty
 	notAfter    time.Time
 	selfSigned  bool
 }
@@ -66,8 +67,15 @@ func writeLeaf(t *testing.T, issuer ca, s leafSpec) (crt, key string) {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(s.uri)
+	subject := pkix.Name{CommonName: s.cn, Organization: []string{"acme-ml"}, OrganizationalUnit: []string{s.ou}}
+	if s.st != "" {
+		subject.Province = []string{s.st}
+	}
+	if s.l != "" {
+		subject.Locality = []string{s.l}
+	}
 	tpl := &x509.Certificate{SerialNumber: big.NewInt(0x5eed),
-		Subject:   pkix.Name{CommonName: s.cn, Organization: []string{"acme-ml"}, OrganizationalUnit: []string{s.ou}},
+		Subject:   subject,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: s.notAfter, URIs: []*url.URL{u},
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	parent, signer := issuer.cert, issuer.key

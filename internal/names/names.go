@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/iampolicy"
 )
 
 // Names is everything derived from one Cluster record. Its JSON form is
@@ -32,6 +33,19 @@ type Names struct {
 	Registries  []Cloud     `json:"registries"`
 	RegistryURL string      `json:"registryURL"`
 	ArgoCD      ArgoCDNames `json:"argocd"`
+}
+
+// IAMPolicies are the workload role's two IAM documents, derived with the
+// names they name (Policies), for infrastructure code to apply verbatim
+// (`spokeforge names -o json` prints them under "iam"): the trust
+// policy Roles Anywhere needs to assume the role with the cluster's
+// certificate, and the least-privilege permission policy for what the
+// spoke reads and uses.
+type IAMPolicies struct {
+	TrustPolicy iampolicy.Document `json:"trustPolicy"`
+	// PermissionPolicy is nil when the record names nothing to allow
+	// (IAM refuses a document without statements).
+	PermissionPolicy *iampolicy.Document `json:"permissionPolicy"`
 }
 
 // SubjectDN is the workload certificate's distinguished name; Roles
@@ -173,6 +187,77 @@ func Derive(c *v1alpha1.Cluster) (*Names, []FieldError) {
 		}
 	}
 	return n, errs
+}
+
+// RolesAnywhereService is the principal a Roles Anywhere trust policy trusts.
+const RolesAnywhereService = "rolesanywhere.amazonaws.com"
+
+// Policies derives the workload role's documents from the record c and its
+// names n (Derive). They are not part of Names, which the generator holds
+// for every cluster and hands to ApplicationSets: no template needs them.
+// The trust policy pins
+// the trust anchor (aws:SourceArn) and every subject RDN and the SPIFFE URI
+// of the cluster's certificate as Roles Anywhere maps them to principal
+// tags (x509Subject/<RDN>, x509SAN/URI): only this cluster's certificate
+// from this anchor assumes the role. The permission policy allows the
+// spoke's reads and uses on the derived resources and nothing else; ECR's
+// GetAuthorizationToken has no resource-level permission, so it is "*".
+func Policies(c *v1alpha1.Cluster, n *Names) IAMPolicies {
+	s := c.Spec
+	trust := iampolicy.Document{Version: iampolicy.Version, Statement: []iampolicy.Statement{{
+		Sid:       "RolesAnywhereClusterCertificate",
+		Effect:    "Allow",
+		Principal: map[string]iampolicy.Strings{"Service": {RolesAnywhereService}},
+		Action:    iampolicy.Strings{"sts:AssumeRole", "sts:TagSession", "sts:SetSourceIdentity"},
+		Condition: map[string]map[string]iampolicy.Strings{
+			"ArnEquals": {"aws:SourceArn": {s.Identity.TrustAnchorArn}},
+			"StringEquals": {
+				"aws:PrincipalTag/x509Subject/CN": {n.SubjectDN.CommonName},
+				"aws:PrincipalTag/x509Subject/O":  {n.SubjectDN.Organization},
+				"aws:PrincipalTag/x509Subject/OU": {n.SubjectDN.OrganizationalUnit},
+				"aws:PrincipalTag/x509Subject/ST": {n.SubjectDN.Province},
+				"aws:PrincipalTag/x509Subject/L":  {n.SubjectDN.Locality},
+				"aws:PrincipalTag/x509SAN/URI":    {n.SubjectURI},
+			},
+		},
+	}}}
+	var sts []iampolicy.Statement
+	add := func(sid string, actions []string, resources []string) {
+		if len(resources) > 0 {
+			sts = append(sts, iampolicy.Statement{Sid: sid, Effect: "Allow", Action: actions, Resource: resources})
+		}
+	}
+	arn := func(service, resource string) string {
+		return fmt.Sprintf("arn:aws:%s:%s:%s:%s", service, s.Region, s.AccountID, resource)
+	}
+	var secrets, repos, queues, buckets, objects []string
+	for _, x := range n.Secrets {
+		// Secrets Manager appends "-" and six random characters to a secret's ARN.
+		secrets = append(secrets, arn("secretsmanager", "secret:"+x.Name+"-??????"))
+	}
+	for _, x := range n.Registries {
+		repos = append(repos, arn("ecr", "repository/"+x.Name))
+	}
+	for _, x := range n.Queues {
+		queues = append(queues, arn("sqs", x.Name))
+	}
+	for _, x := range n.Buckets {
+		buckets = append(buckets, "arn:aws:s3:::"+x.Name)
+		objects = append(objects, "arn:aws:s3:::"+x.Name+"/*")
+	}
+	add("ReadClusterSecrets", []string{"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"}, secrets)
+	if len(repos) > 0 {
+		add("RegistryToken", []string{"ecr:GetAuthorizationToken"}, []string{"*"})
+	}
+	add("PullClusterRepositories", []string{"ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:DescribeRepositories", "ecr:GetDownloadUrlForLayer"}, repos)
+	add("UseClusterQueues", []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"}, queues)
+	add("ListClusterBuckets", []string{"s3:GetBucketLocation", "s3:ListBucket"}, buckets)
+	add("UseClusterBucketObjects", []string{"s3:DeleteObject", "s3:GetObject", "s3:PutObject"}, objects)
+	p := IAMPolicies{TrustPolicy: trust}
+	if len(sts) > 0 {
+		p.PermissionPolicy = &iampolicy.Document{Version: iampolicy.Version, Statement: sts}
+	}
+	return p
 }
 
 func s3Problem(b string) string {

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/spokeforge/spokeforge/internal/iampolicy"
+	"github.com/spokeforge/spokeforge/internal/names"
+	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
 // TestContractsBreakForReal onboards the example spoke with the real cert-manager and External
@@ -23,7 +27,10 @@ import (
 //   - a secret scheduled for deletion in Secrets Manager: External Secrets' refresh fails
 //     (SecretSyncedError), the Secrets boundary fails;
 //   - the role's trust policy no longer matches the certificate subject: Roles Anywhere refuses
-//     the credentials helper and the agent, the Identity boundary fails.
+//     the credentials helper and the agent, the Identity boundary fails;
+//   - the role's permission policy (as spokeforge names derives it, which the fake AWS account
+//     enforces) narrowed by one queue: SQS refuses GetQueueUrl, the Queues boundary fails with
+//     reason NotAuthorized and IAM's refusal.
 //
 // The steps share one hub; a failed step skips the rest.
 func TestContractsBreakForReal(t *testing.T) {
@@ -155,12 +162,78 @@ func TestContractsBreakForReal(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{"a permission policy narrowed by one queue fails Queues", func(t *testing.T) {
+			e, errs := repo.LoadCluster(recordDir, exampleSpokeDir)
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			full := names.Policies(e.Cluster, e.Names).PermissionPolicy
+			queue := e.Names.Queues[0].Name
+			queueArn := "arn:aws:sqs:us-east-1:111122223333:" + queue
+			broken := time.Now()
+			spoke.AWS.PutRolePolicy(role, "spokeforge", withoutResource(*full, queueArn))
+			msg := waitFirstFailed(ctx, t, h, "Queues", 2*time.Minute)
+			t.Logf("Onboarding: Queues first failed %s after the policy lost %s: %s", time.Since(broken).Round(time.Millisecond), queue, msg)
+			if !strings.Contains(msg, "sqs:GetQueueUrl "+queue+": refused by IAM") || !strings.Contains(msg, "not authorized to perform: sqs:GetQueueUrl on resource: "+queueArn) {
+				t.Fatalf("Argo CD's health message does not carry IAM's refusal of the call: %q", msg)
+			}
+			ob, err := h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", exampleSpoke)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := conditionOf(ob, "Queues"); c["reason"] != "NotAuthorized" || !strings.Contains(fmt.Sprint(c["message"]), "on resource: "+queueArn) {
+				t.Fatalf("Queues condition %v, want NotAuthorized with IAM's refusal naming %s", c, queueArn)
+			}
+			if m := fmt.Sprint(conditionOf(ob, "Ready")["message"]); !strings.Contains(m, "the workload role's policy does not allow sqs:GetQueueUrl on "+queue) {
+				t.Fatalf("the Onboarding's Ready sentence does not name the refused call: %q", m)
+			}
+			appsDegraded(ctx, t, h)
+			spoke.AWS.PutRolePolicy(role, "spokeforge", *full)
+			fixed := time.Now()
+			if _, err := waitOnboardingHealth(ctx, h, exampleSpokeApp, "Healthy", 2*time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("policy restored -> Healthy in %s", time.Since(fixed).Round(time.Millisecond))
+			if _, err := h.WaitApp(ctx, registryApp, "Healthy", 2*time.Minute, func(s AppState) bool { return s.Health == "Healthy" }); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, s.run) {
 			t.Fatalf("step %q failed; skipping the rest", s.name)
 		}
 	}
+}
+
+// withoutResource is the policy p with resource left out of every statement (and a statement
+// left without resources dropped): p narrowed by one resource.
+func withoutResource(p iampolicy.Document, resource string) iampolicy.Document {
+	out := iampolicy.Document{Version: p.Version}
+	for _, st := range p.Statement {
+		var keep iampolicy.Strings
+		for _, r := range st.Resource {
+			if r != resource {
+				keep = append(keep, r)
+			}
+		}
+		if len(keep) > 0 {
+			st.Resource = keep
+			out.Statement = append(out.Statement, st)
+		}
+	}
+	return out
+}
+
+// conditionOf is the status condition of type typ of u, or nil.
+func conditionOf(u *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
 }
 
 // waitFirstFailed waits until the Onboarding's status names boundary as the first failed one,
