@@ -144,7 +144,9 @@ func Parse(file string, data []byte) (*Document, error) {
 }
 
 // Decode decodes the document into out (a pointer to a struct with json
-// tags), returning the line of every field and all decoding errors.
+// tags), returning the line of every field and all decoding errors. With
+// errors, out holds what did decode (a field that failed keeps its zero
+// value) and the lines are still returned.
 func (d *Document) Decode(out any) (Lines, error) {
 	dec := decoder{file: d.File, lines: Lines{"": d.Root.Line}, secret: d.Secret, strs: d.Strings}
 	if dec.secret == nil {
@@ -152,7 +154,7 @@ func (d *Document) Decode(out any) (Lines, error) {
 	}
 	dec.value(d.Root, reflect.ValueOf(out).Elem(), "")
 	if len(dec.errs) > 0 {
-		return nil, dec.errs
+		return dec.lines, dec.errs
 	}
 	return dec.lines, nil
 }

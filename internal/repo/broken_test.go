@@ -1,6 +1,8 @@
 package repo
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,5 +49,75 @@ func TestBrokenRecordIsReportedOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryFindingOfARecordInOneRun: a record with several mistakes of both kinds, some that
+// stop a field decoding (an unknown field, a value of the wrong type) and some that the field
+// checks find, reports them all in one run; a check on a field that failed to decode does not
+// repeat the decoding error.
+func TestEveryFindingOfARecordInOneRun(t *testing.T) {
+	base := exampleFiles(t)
+	cluster := string(base["clusters/gpu-east-1/cluster.yaml"])
+	for _, edit := range [][2]string{
+		{"  region: us-east-1\n", "  regoin: us-east-1\n"},             // unknown field: region missing
+		{"        count: 8\n", "        count: 80\n"},                  // out of range
+		{"  environment: prod\n", "  environment: Prod\n"},             // not a slug
+		{"    - purpose: inference\n", "    - purpose: [inference]\n"}, // wrong type
+	} {
+		if !strings.Contains(cluster, edit[0]) {
+			t.Fatalf("the example record has no %q", edit[0])
+		}
+		cluster = strings.Replace(cluster, edit[0], edit[1], 1)
+	}
+	files := copyFiles(base)
+	files["clusters/gpu-east-1/cluster.yaml"] = []byte(cluster)
+	_, errs := LoadFS(NewMemFS(files))
+	got := map[string]int{}
+	for _, e := range errs {
+		if e.File != "clusters/gpu-east-1/cluster.yaml" {
+			t.Errorf("a finding in another file: %v", e)
+		}
+		if e.Line == 0 {
+			t.Errorf("no line: %v", e)
+		}
+		got[e.Path]++
+	}
+	for _, p := range []string{"spec.regoin", "spec.region", "spec.gpu.nodes[0].count", "spec.environment", "spec.registries[0].purpose"} {
+		if got[p] != 1 {
+			t.Errorf("%d findings on %s, want 1:\n%v", got[p], p, errs)
+		}
+	}
+	if len(errs) != 5 {
+		t.Errorf("%d findings, want 5:\n%v", len(errs), errs)
+	}
+	// The CMP's loader reports the same.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, ClusterFile), []byte(cluster), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, cmpErrs := LoadCluster(dir, "clusters/gpu-east-1")
+	if cmpErrs.Error() != errs.Error() {
+		t.Errorf("LoadCluster:\n%v\nLoadFS:\n%v", cmpErrs, errs)
+	}
+}
+
+func TestPathsOverlap(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"spec.gpu", "spec.gpu.nodes[0].count", true},
+		{"spec.gpu.nodes", "spec.gpu.nodes[1]", true},
+		{"spec.gpu.nodes[0].count", "spec.gpu", true},
+		{"spec.region", "spec.region", true},
+		{"", "spec.region", true},
+		{"spec.regoin", "spec.region", false},
+		{"spec.gpu", "spec.gpuX", false},
+		{"spec.queues[1]", "spec.queues[10]", false},
+	} {
+		if got := pathsOverlap(tc.a, tc.b); got != tc.want {
+			t.Errorf("pathsOverlap(%q, %q) = %v", tc.a, tc.b, got)
+		}
 	}
 }

@@ -56,9 +56,47 @@ func decode(fsys fs.FS, l *Loader, name, display string, out any) (record.Lines,
 	}
 	lines, errs := decodeBytes(display, data, out, strs)
 	if errs != nil {
-		return nil, &fileResult{errs: errs}
+		return lines, &fileResult{errs: errs}
 	}
 	return lines, nil
+}
+
+// withFieldChecks is the findings of a record that decoded with errors (an
+// unknown field, a value of the wrong type) together with those of its field
+// checks, run on what did decode (lines non-nil), so that one run reports
+// every mistake of a record. A check finding on a path that failed to
+// decode, or inside or around one, is left out: the field holds no value
+// there, and the finding would only repeat the decoding error.
+func withFieldChecks(decodeErrs record.Errors, lines record.Lines, check func() record.Errors) record.Errors {
+	if lines == nil {
+		return decodeErrs
+	}
+	all := decodeErrs
+	for _, e := range check() {
+		related := false
+		for _, d := range decodeErrs {
+			if pathsOverlap(d.Path, e.Path) {
+				related = true
+				break
+			}
+		}
+		if !related {
+			all = append(all, e)
+		}
+	}
+	return sortErrors(all)
+}
+
+// pathsOverlap reports whether one field path is the other or inside it
+// ("spec.gpu" and "spec.gpu.nodes[0].count"); "" is the whole record.
+func pathsOverlap(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	if a == "" || a == b {
+		return true
+	}
+	return strings.HasPrefix(b, a) && (b[len(a)] == '.' || b[len(a)] == '[')
 }
 
 // SecretField reports the record fields that may hold a credential (the
@@ -68,7 +106,8 @@ func SecretField(path string) bool {
 	return strings.HasPrefix(path, "spec.connection.credentials")
 }
 
-// DecodeBytes parses one record from data.
+// DecodeBytes parses one record from data. With decoding errors, out holds
+// what decoded and the lines are non-nil when the document parsed.
 func DecodeBytes(display string, data []byte, out any) (record.Lines, record.Errors) {
 	return decodeBytes(display, data, out, nil)
 }
@@ -83,7 +122,7 @@ func decodeBytes(display string, data []byte, out any, strs map[string]string) (
 	doc.Secret, doc.Strings = SecretField, strs
 	lines, err := doc.Decode(out)
 	if err != nil {
-		return nil, asErrors(err)
+		return lines, asErrors(err)
 	}
 	return lines, nil
 }
@@ -105,7 +144,10 @@ func ParseCluster(display string, data []byte) (validate.ClusterEntry, record.Er
 	var c v1alpha1.Cluster
 	lines, errs := DecodeBytes(display, data, &c)
 	if errs != nil {
-		return validate.ClusterEntry{}, errs
+		return validate.ClusterEntry{}, withFieldChecks(errs, lines, func() record.Errors {
+			_, cerrs := checkCluster(display, "", lines, &c)
+			return cerrs
+		})
 	}
 	return checkCluster(display, "", lines, &c)
 }
@@ -145,9 +187,6 @@ func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) 
 	}
 	var c v1alpha1.Cluster
 	lines, errs := DecodeBytes(display, data, &c)
-	if errs != nil {
-		return validate.ClusterEntry{}, errs
-	}
 	dirName := path.Base(filepath.ToSlash(filepath.Clean(displayDir)))
 	if dirName == "." || dirName == "/" || displayDir == "" {
 		abs, err := filepath.Abs(dir)
@@ -155,6 +194,12 @@ func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) 
 			return validate.ClusterEntry{}, record.Errors{{File: display, Msg: "cannot resolve its directory"}}
 		}
 		dirName = filepath.Base(abs)
+	}
+	if errs != nil {
+		return validate.ClusterEntry{}, withFieldChecks(errs, lines, func() record.Errors {
+			_, cerrs := checkCluster(display, dirName, lines, &c)
+			return cerrs
+		})
 	}
 	return checkCluster(display, dirName, lines, &c)
 }
@@ -289,6 +334,10 @@ func load(fsys fs.FS, l *Loader) (*Repo, record.Errors) {
 			var c v1alpha1.Cluster
 			lines, failed := decode(fsys, l, f, f, &c)
 			if failed != nil {
+				failed.errs = withFieldChecks(failed.errs, lines, func() record.Errors {
+					_, errs := checkCluster(f, path.Base(path.Dir(f)), lines, &c)
+					return errs
+				})
 				return failed
 			}
 			e, errs := checkCluster(f, path.Base(path.Dir(f)), lines, &c)
@@ -347,6 +396,7 @@ func loadEach[T any](fsys fs.FS, l *Loader, glob string, check func(string, reco
 			v := new(T)
 			lines, failed := decode(fsys, l, f, f, v)
 			if failed != nil {
+				failed.errs = withFieldChecks(failed.errs, lines, func() record.Errors { return check(f, lines, v) })
 				return failed
 			}
 			res := wrap(validate.Loc{File: f, Lines: lines}, v)

@@ -87,10 +87,16 @@ func Cluster(file string, lines record.Lines, cl *v1alpha1.Cluster) (*names.Name
 	c.slug("spec.environment", s.Environment, 32)
 	c.slug("spec.zone", s.Zone, 32)
 	c.slug("spec.provider", s.Provider, 32)
-	if !accountIDRE.MatchString(s.AccountID) {
+	switch {
+	case s.AccountID == "":
+		c.fail("spec.accountID", "required")
+	case !accountIDRE.MatchString(s.AccountID):
 		c.fail("spec.accountID", "%q must be a 12-digit AWS account ID (quote it so YAML keeps leading zeros)", s.AccountID)
 	}
-	if !regionRE.MatchString(s.Region) {
+	switch {
+	case s.Region == "":
+		c.fail("spec.region", "required")
+	case !regionRE.MatchString(s.Region):
 		c.fail("spec.region", "%q is not an AWS region name such as us-east-1", s.Region)
 	}
 	if s.Project != "" {
@@ -198,7 +204,7 @@ func (c *checker) identity(s v1alpha1.ClusterSpec) {
 		switch {
 		case m == nil || m[4] != f.kind:
 			c.fail(f.path, "%q is not a Roles Anywhere %s ARN (arn:aws:rolesanywhere:<region>:<account>:%s/<uuid>)", f.v, f.kind, f.kind)
-		case m[3] != s.AccountID:
+		case m[3] != s.AccountID && s.AccountID != "":
 			c.fail(f.path, "account %s differs from spec.accountID %s", m[3], s.AccountID)
 		}
 	}
@@ -208,7 +214,7 @@ func (c *checker) identity(s v1alpha1.ClusterSpec) {
 		switch {
 		case m == nil:
 			c.fail(p+".roleArn", "%q is not an IAM role ARN", id.RoleArn)
-		case m[2] != s.AccountID:
+		case m[2] != s.AccountID && s.AccountID != "":
 			c.fail(p+".roleArn", "account %s differs from spec.accountID %s", m[2], s.AccountID)
 		case m[3] != want:
 			c.fail(p+".roleArn", "role %q differs from the derived role %q: infrastructure and GitOps must use the same name", m[3], want)

@@ -289,7 +289,9 @@ func TestCluster(t *testing.T) {
 		{name: "region uppercase", mutate: func(c *v1alpha1.Cluster) { c.Spec.Region = "US-EAST-1" },
 			want: []finding{{"spec.region", "is not an AWS region name"}}},
 		{name: "region empty", mutate: func(c *v1alpha1.Cluster) { c.Spec.Region = "" },
-			want: []finding{{"spec.region", "is not an AWS region name"}}},
+			want: []finding{{"spec.region", "required"}}},
+		{name: "account ID empty", mutate: func(c *v1alpha1.Cluster) { c.Spec.AccountID = "" },
+			want: []finding{{"spec.accountID", "required"}}},
 		{name: "region govcloud is fine", mutate: func(c *v1alpha1.Cluster) { c.Spec.Region = "us-gov-west-1" }},
 
 		// connection
