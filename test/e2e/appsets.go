@@ -8,7 +8,50 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
+
+// Generator is a spokeforge generator the harness runs on the hub, as manifests/generator
+// deploys it: Base is its URL, Token the bearer token the plugin ConfigMap's Secret holds.
+type Generator struct {
+	Base, Token string
+	Proc        *Process
+	spec        procSpec
+	h           *Hub
+}
+
+// StartGenerator runs `spokeforge generator` on repoURL's main branch (fetching every 5 s,
+// probing the hub every 2 s) with a new token, and waits until it is ready.
+func (h *Hub) StartGenerator(ctx context.Context, repoURL string) (*Generator, error) {
+	g := &Generator{Token: randomToken(), h: h}
+	tokenFile := filepath.Join(h.Dir, "generator-token")
+	if err := os.WriteFile(tokenFile, []byte(g.Token), 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	g.Base = "http://" + addr
+	g.spec = procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
+		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repoURL, "--revision", "main",
+		"--interval", "5s", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
+	}}
+	return g, g.Start(ctx)
+}
+
+// Start runs the generator (again, after Stop) and waits until it is ready.
+func (g *Generator) Start(ctx context.Context) error {
+	p, err := g.h.run(g.spec)
+	if err != nil {
+		return err
+	}
+	g.Proc = p
+	return waitFor(ctx, p, "/readyz", 2*time.Minute, httpOK(g.Base+"/readyz"))
+}
+
+// Stop stops the generator, waiting up to grace for it to exit.
+func (g *Generator) Stop(grace time.Duration) { g.Proc.stop(grace) }
 
 // InstallApplicationSets installs what README's step 4 installs on the hub, pointed at a
 // generator at baseURL: the plugin ConfigMap of manifests/generator, the token Secret it

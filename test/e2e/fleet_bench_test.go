@@ -28,11 +28,13 @@ import (
 // TestBenchFleet is the fleet benchmark (make bench-fleet; docs/benchmarks.md, "A fleet"): a
 // gitops repo of N cluster records on the real hub, their app-of-apps and spoke Applications
 // made by the real ApplicationSets and hub renders, every spoke Application compared against
-// the one harness spoke with syncs held by a deny sync window; beside it, in the same run, the
-// same spokes as N plain directories of their rendered YAML (one directory Application each,
-// with the same annotation). For each of three commits (one record, one org's allowlist, a
-// file no render reads) it reports the CMP renders, the repo-server's manifest generations,
-// repo-server and cmp-server CPU (their children included: git, spokeforge render), the bytes
+// the one harness spoke with syncs held by a deny sync window; beside it, in the same run, two
+// anchors: the same spokes as N plain directories of their rendered YAML (one directory
+// Application each, with the same annotation), and the same again with the fleet's topology (a
+// plain app-of-apps per spoke that syncs its spoke Application). For each of three commits (one
+// record, one org's allowlist, a file no render reads) it reports the CMP renders, the
+// repo-server's manifest generations, repo-server, cmp-server (their children included: git,
+// spokeforge render) and generator CPU, the bytes
 // streamed to the sidecar, the wall time until every Application reports the new revision,
 // and peak RSS of repo-server, cmp-server and generator.
 //
@@ -53,7 +55,7 @@ func TestBenchFleet(t *testing.T) {
 		if err != nil || n < 10 {
 			t.Fatalf("SPOKEFORGE_E2E_BENCH_FLEET=%q: want sizes of 10 or more", spec)
 		}
-		for _, layout := range []string{"spokeforge", "plain"} {
+		for _, layout := range []string{"spokeforge", "plain", "plain-app-of-apps"} {
 			t.Run(fmt.Sprintf("%s-%d", layout, n), func(t *testing.T) {
 				rows = append(rows, benchFleet(t, n, layout)...)
 			})
@@ -91,6 +93,7 @@ type fleetRow struct {
 	Apps               int
 	Renders, Generated int
 	RepoCPU, CMPCPU    float64 // seconds
+	GenCPU             float64 // seconds; -1 without a generator
 	Bytes              int64
 	Wall               time.Duration
 	RepoRSS, CMPRSS    int64 // KiB, peak during the step
@@ -101,19 +104,23 @@ type fleetRow struct {
 
 func fleetTable(rows []fleetRow) string {
 	var b strings.Builder
-	b.WriteString("| N | layout | step | Applications | CMP renders | manifest generations | repo-server CPU s | cmp-server CPU s | bytes to sidecar | bytes per render | wall s | peak RSS repo-server / cmp-server / generator MiB |\n")
-	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| N | layout | step | Applications | CMP renders | manifest generations | repo-server CPU s | cmp-server CPU s | generator CPU s | bytes to sidecar | bytes per render | wall s | peak RSS repo-server / cmp-server / generator MiB |\n")
+	b.WriteString("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
 		perRender := "–"
 		if r.Renders > 0 {
 			perRender = fmt.Sprint(r.Bytes / int64(r.Renders))
 		}
+		genCPU := "–"
+		if r.GenCPU >= 0 {
+			genCPU = fmt.Sprintf("%.1f", r.GenCPU)
+		}
 		gen := "–"
 		if r.GenRSS > 0 {
 			gen = fmt.Sprint(r.GenRSS / 1024)
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %d | %d | %d | %.1f | %.1f | %d | %s | %.1f | %d / %d / %s |\n",
-			r.N, r.Layout, r.Step, r.Apps, r.Renders, r.Generated, r.RepoCPU, r.CMPCPU, r.Bytes, perRender,
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %d | %d | %.1f | %.1f | %s | %d | %s | %.1f | %d / %d / %s |\n",
+			r.N, r.Layout, r.Step, r.Apps, r.Renders, r.Generated, r.RepoCPU, r.CMPCPU, genCPU, r.Bytes, perRender,
 			r.Wall.Seconds(), r.RepoRSS/1024, r.CMPRSS/1024, gen)
 	}
 	return b.String()
@@ -234,9 +241,10 @@ func benchFleet(t *testing.T, n int, layout string) []fleetRow {
 	// The controller's own periodic refresh is off (an hour): the benchmark refreshes after
 	// each commit, so that what is measured is that commit.
 	// Without spokeforge's argoproj.io/Application health check an app-of-apps' sync ends once it
-	// has made its spoke Application, which the sync window then holds: with it, every
-	// app-of-apps would keep a sync operation waiting for a Healthy spoke.
-	h := StartHub(t, Options{CountPluginBytes: true, AppResync: time.Hour, NoHealthChecks: layout == "spokeforge"})
+	// has made its spoke Application, which the sync window (or, in plain-app-of-apps, no
+	// automated sync) then holds: with it, every app-of-apps would keep a sync operation waiting
+	// for a Healthy spoke.
+	h := StartHub(t, Options{CountPluginBytes: true, AppResync: time.Hour, NoHealthChecks: layout != "plain"})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
 	key, err := sopstest.NewKey()
@@ -264,9 +272,13 @@ func benchFleet(t *testing.T, n int, layout string) []fleetRow {
 		}
 		apps = 2 * n
 		fleetHubSetup(ctx, t, h, repo, n)
-	case "plain":
+	case "plain", "plain-app-of-apps":
 		// Each spoke's rendered output checked in, one directory per spoke; orgs and products
-		// as in the gitops repo (no Application reads them here).
+		// as in the gitops repo (no Application reads them here). plain-app-of-apps adds, per
+		// spoke, a directory holding its spoke Application (apps/<cluster>/application.yaml),
+		// synced by a directory Application of its own: the fleet's topology (an app-of-apps
+		// and a spoke Application per record) in plain YAML.
+		aoa := layout == "plain-app-of-apps"
 		plain := map[string]string{"README.md": files["README.md"]}
 		for p, c := range files {
 			if strings.HasPrefix(p, "orgs/") || strings.HasPrefix(p, "products/") {
@@ -279,30 +291,34 @@ func benchFleet(t *testing.T, n int, layout string) []fleetRow {
 				writeFile(t, filepath.Join(work, p), c)
 			}
 		}
-		for i := range n {
-			name := fleetName(i)
-			plain["plain/"+name+"/spoke.yaml"] = renderSpoke(ctx, t, h, filepath.Join(work, "clusters", name), "clusters/"+name)
-		}
-		writeFile(t, filepath.Join(work, "clusters", changed, "cluster.yaml"), oneRecord["clusters/"+changed+"/cluster.yaml"])
-		oneRecord = map[string]string{"plain/" + changed + "/spoke.yaml": renderSpoke(ctx, t, h, filepath.Join(work, "clusters", changed), "clusters/"+changed)}
-		repo, err = h.NewGitRepo("gitops", plain)
+		// The repo's URL is known once it exists: the app-of-apps files name it.
+		repo, err = h.NewGitRepo("gitops", map[string]string{"README.md": files["README.md"]})
 		if err != nil {
 			t.Fatal(err)
 		}
-		apps = n
 		for i := range n {
 			name := fleetName(i)
-			if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: Application
-metadata:
-  name: plain-%[1]s
-  namespace: %[2]s
-  annotations: {argocd.argoproj.io/manifest-generate-paths: .}
-spec:
-  project: default
-  source: {repoURL: %[3]s, targetRevision: main, path: plain/%[1]s}
-  destination: {name: %[4]s}
-`, name, ArgoCDNamespace, repo.URL, SpokeClusterName)); err != nil {
+			plain["plain/"+name+"/spoke.yaml"] = renderSpoke(ctx, t, h, filepath.Join(work, "clusters", name), "clusters/"+name)
+			if aoa {
+				plain["apps/"+name+"/application.yaml"] = plainApplication("plain-"+name, "plain/"+name, repo.URL, fmt.Sprintf("{name: %s}", SpokeClusterName), false)
+			}
+		}
+		writeFile(t, filepath.Join(work, "clusters", changed, "cluster.yaml"), oneRecord["clusters/"+changed+"/cluster.yaml"])
+		oneRecord = map[string]string{"plain/" + changed + "/spoke.yaml": renderSpoke(ctx, t, h, filepath.Join(work, "clusters", changed), "clusters/"+changed)}
+		if err := repo.Commit("the fleet", plain); err != nil {
+			t.Fatal(err)
+		}
+		apps = n
+		if aoa {
+			apps = 2 * n
+		}
+		for i := range n {
+			name := fleetName(i)
+			app := plainApplication("plain-"+name, "plain/"+name, repo.URL, fmt.Sprintf("{name: %s}", SpokeClusterName), false)
+			if aoa {
+				app = plainApplication("apps-"+name, "apps/"+name, repo.URL, fmt.Sprintf("{server: https://kubernetes.default.svc, namespace: %s}", ArgoCDNamespace), true)
+			}
+			if _, err := h.Hub.Apply(ctx, app); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -383,27 +399,33 @@ func fleetHubSetup(ctx context.Context, t *testing.T, h *Hub, repo *GitRepo, n i
 	if _, err := h.Hub.Apply(ctx, string(projects)); err != nil {
 		t.Fatal(err)
 	}
-	token := randomToken()
-	tokenFile := filepath.Join(h.Dir, "generator-token")
-	writeFile(t, tokenFile, token)
-	addr, err := freeAddr()
+	gen, err := h.StartGenerator(ctx, repo.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + addr
-	gen, err := h.run(procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
-		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
-		"--interval", "5s", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
-	}})
-	if err != nil {
+	if err := h.InstallApplicationSets(ctx, gen.Base, gen.Token); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(ctx, gen, "/readyz", 5*time.Minute, httpOK(base+"/readyz")); err != nil {
-		t.Fatal(err)
+}
+
+// plainApplication is a directory Application of the benchmark's anchors, with the same
+// manifest-generate-paths as spokeforge's; automated, it syncs (an app-of-apps).
+func plainApplication(name, path, repoURL, destination string, automated bool) string {
+	sync := ""
+	if automated {
+		sync = "\n  syncPolicy: {automated: {prune: true}}"
 	}
-	if err := h.InstallApplicationSets(ctx, base, token); err != nil {
-		t.Fatal(err)
-	}
+	return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+  namespace: %s
+  annotations: {argocd.argoproj.io/manifest-generate-paths: .}
+spec:
+  project: default
+  source: {repoURL: %s, targetRevision: main, path: %s}
+  destination: %s%s
+`, name, ArgoCDNamespace, repoURL, path, destination, sync)
 }
 
 // renderSpoke renders recordDir in spoke mode, as the CMP does for sourcePath.
@@ -438,6 +460,7 @@ type fleetMeter struct {
 	cmpMark, repoMark int64
 	bytesMark         int64
 	repoCPU, cmpCPU   float64
+	genCPU            float64
 	start             time.Time
 }
 
@@ -445,6 +468,7 @@ func newFleetMeter(t *testing.T, h *Hub) *fleetMeter {
 	m := &fleetMeter{h: h, cmpLog: filepath.Join(h.LogDir, "argocd-cmp-server.log"), repoLog: filepath.Join(h.LogDir, "argocd-repo-server.log")}
 	m.start = time.Now()
 	m.repoCPU, m.cmpCPU = procCPU(t, h, "argocd-repo-server"), procCPU(t, h, "argocd-cmp-server")
+	m.genCPU = generatorCPU(t, h)
 	return m
 }
 
@@ -453,6 +477,7 @@ func (m *fleetMeter) mark(t *testing.T) {
 	m.cmpMark, m.repoMark = logSize(t, m.cmpLog), logSize(t, m.repoLog)
 	m.bytesMark = m.h.PluginBytes.Load()
 	m.repoCPU, m.cmpCPU = procCPU(t, m.h, "argocd-repo-server"), procCPU(t, m.h, "argocd-cmp-server")
+	m.genCPU = generatorCPU(t, m.h)
 	for _, p := range []string{"argocd-repo-server", "argocd-cmp-server", "spokeforge-generator"} {
 		if pid := procPID(m.h, p); pid > 0 {
 			// "5" resets the peak RSS (VmHWM) to the current RSS (proc(5), clear_refs).
@@ -475,6 +500,10 @@ func (m *fleetMeter) step(ctx context.Context, t *testing.T, n int, layout, step
 	r.Generated = manifestMisses(t, m.repoLog, m.repoMark)
 	r.RepoCPU = procCPU(t, m.h, "argocd-repo-server") - m.repoCPU
 	r.CMPCPU = procCPU(t, m.h, "argocd-cmp-server") - m.cmpCPU
+	r.GenCPU = -1
+	if m.genCPU >= 0 {
+		r.GenCPU = generatorCPU(t, m.h) - m.genCPU
+	}
 	r.Bytes = m.h.PluginBytes.Load() - m.bytesMark
 	r.RepoRSS, r.CMPRSS, r.GenRSS = procHWM(m.h, "argocd-repo-server"), procHWM(m.h, "argocd-cmp-server"), procHWM(m.h, "spokeforge-generator")
 	t.Logf("N=%d %s %s: %d renders, %d generations, repo-server %.1f s, cmp-server %.1f s CPU, %d bytes, %s",
@@ -590,6 +619,14 @@ func procCPU(t *testing.T, h *Hub, name string) float64 {
 		ticks += v
 	}
 	return ticks / 100
+}
+
+// generatorCPU is procCPU of the spokeforge generator, -1 when the hub runs none.
+func generatorCPU(t *testing.T, h *Hub) float64 {
+	if procPID(h, "spokeforge-generator") == 0 {
+		return -1
+	}
+	return procCPU(t, h, "spokeforge-generator")
 }
 
 // procHWM is the peak RSS (VmHWM, KiB) of the process; 0 when it does not run.

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -128,26 +126,11 @@ spec:
 	}
 
 	// The generator, with its token Secret and the plugin ConfigMap of manifests/generator.
-	token := randomToken()
-	tokenFile := filepath.Join(h.Dir, "generator-token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr, err := freeAddr()
+	gen, err := h.StartGenerator(ctx, repo.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + addr
-	gen, err := h.run(procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
-		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
-		"--interval", "5s", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, gen, "/readyz", time.Minute, httpOK(base+"/readyz")); err != nil {
-		t.Fatal(err)
-	}
+	base, token := gen.Base, gen.Token
 	if err := h.InstallApplicationSets(ctx, base, token); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +259,7 @@ spec:
 	waitApps("after an invalid commit", []string{"product-web-rc"}, []string{"product-web-prod"})
 
 	// Stop the generator: the controller gets errors and keeps every Application.
-	gen.stop(5 * time.Second)
+	gen.Stop(5 * time.Second)
 	for _, as := range []string{"spokeforge-zones", "spokeforge-clusters"} {
 		refreshAppSet(t, ctx, h, as)
 		waitErrorCondition(t, ctx, h, as)
@@ -296,11 +279,7 @@ spec:
 	if err := repo.Commit("acme: spoke again; globex fixed", map[string]string{"orgs/acme.yaml": org("acme", SpokeClusterName, "edge"), "orgs/globex.yaml": org("globex")}); err != nil {
 		t.Fatal(err)
 	}
-	gen2, err := h.run(procSpec{name: "spokeforge-generator-2", path: h.Spokeforge, args: gen.spec.args})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, gen2, "/readyz", time.Minute, httpOK(base+"/readyz")); err != nil {
+	if err := gen.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now()

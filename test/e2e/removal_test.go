@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -135,32 +134,11 @@ spec:
 	}
 
 	// The generator and the two example ApplicationSets, as in TestGenerator.
-	token := randomToken()
-	tokenFile := filepath.Join(h.Dir, "generator-token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	addr, err := freeAddr()
+	gen, err := h.StartGenerator(ctx, repo.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := "http://" + addr
-	genSpec := procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
-		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
-		"--interval", "5s", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
-	}}
-	startGenerator := func() *Process {
-		t.Helper()
-		gen, err := h.run(genSpec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := waitFor(ctx, gen, "/readyz", 2*time.Minute, httpOK(base+"/readyz")); err != nil {
-			t.Fatal(err)
-		}
-		return gen
-	}
-	gen := startGenerator()
+	base, token := gen.Base, gen.Token
 	if err := h.InstallApplicationSets(ctx, base, token); err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +218,7 @@ spec:
 
 	// The removal: one commit deletes clusters/gpu-east-1/ (record and overlay).
 	if stopGenerator {
-		gen.stop(5 * time.Second)
+		gen.Stop(5 * time.Second)
 		t.Log("generator stopped")
 	}
 	committed := time.Now()
@@ -260,7 +238,9 @@ spec:
 		if d := stateDiff(before, mustSpokeState(ctx, t, h.Spoke)); len(d) > 0 {
 			t.Errorf("the spoke changed while the generator was stopped:\n  %s", strings.Join(d, "\n  "))
 		}
-		gen = startGenerator()
+		if err := gen.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
 		t.Logf("generator started again %s after the commit", time.Since(committed).Round(time.Second))
 	}
 	post(t, ctx, base+"/api/v1/refresh", token)

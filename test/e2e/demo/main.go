@@ -41,7 +41,7 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
-	say("starting etcd, hub and spoke kube-apiservers, Redis and Argo CD (about 10-20 s; building spokeforge first)")
+	say("starting etcd, hub and spoke kube-apiservers, Redis and Argo CD (about 30 s on 2 cores; building spokeforge first)")
 	started := time.Now()
 	startCtx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	h, err := e2e.Start(startCtx, e2e.Options{RepoRoot: root})
