@@ -57,6 +57,25 @@ func (s *Strings) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// WithoutResource is d with resource left out of every statement, and a
+// statement left with no resource dropped: d narrowed by one resource.
+func (d Document) WithoutResource(resource string) Document {
+	out := Document{Version: d.Version}
+	for _, st := range d.Statement {
+		var keep Strings
+		for _, r := range st.Resource {
+			if r != resource {
+				keep = append(keep, r)
+			}
+		}
+		if len(keep) > 0 {
+			st.Resource = keep
+			out.Statement = append(out.Statement, st)
+		}
+	}
+	return out
+}
+
 // Request is what one call asks of a policy: the action ("sqs:GetQueueUrl"),
 // the resource's ARN ("" for a trust policy, which names none), the calling
 // principal's service for a trust policy, and the request's condition keys

@@ -150,3 +150,20 @@ func TestConditionOperators(t *testing.T) {
 		}
 	}
 }
+
+func TestWithoutResource(t *testing.T) {
+	d := Document{Version: Version, Statement: []Statement{
+		{Sid: "Queues", Effect: "Allow", Action: Strings{"sqs:GetQueueUrl"}, Resource: Strings{"arn:q1", "arn:q2"}},
+		{Sid: "Bucket", Effect: "Allow", Action: Strings{"s3:ListBucket"}, Resource: Strings{"arn:b"}},
+	}}
+	got := d.WithoutResource("arn:b").WithoutResource("arn:q1")
+	if len(got.Statement) != 1 || got.Statement[0].Sid != "Queues" || len(got.Statement[0].Resource) != 1 || got.Statement[0].Resource[0] != "arn:q2" {
+		t.Fatalf("narrowed to %+v", got)
+	}
+	if len(d.Statement[0].Resource) != 2 {
+		t.Fatal("the original was changed")
+	}
+	if Evaluate(Request{Action: "sqs:GetQueueUrl", Resource: "arn:q1"}, got) != ImplicitDeny {
+		t.Fatal("the dropped resource is still allowed")
+	}
+}

@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/spokeforge/spokeforge/internal/iampolicy"
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
@@ -171,7 +170,7 @@ func TestContractsBreakForReal(t *testing.T) {
 			queue := e.Names.Queues[0].Name
 			queueArn := "arn:aws:sqs:us-east-1:111122223333:" + queue
 			broken := time.Now()
-			spoke.AWS.PutRolePolicy(role, "spokeforge", withoutResource(*full, queueArn))
+			spoke.AWS.PutRolePolicy(role, "spokeforge", full.WithoutResource(queueArn))
 			msg := waitFirstFailed(ctx, t, h, "Queues", 2*time.Minute)
 			t.Logf("Onboarding: Queues first failed %s after the policy lost %s: %s", time.Since(broken).Round(time.Millisecond), queue, msg)
 			if !strings.Contains(msg, "sqs:GetQueueUrl "+queue+": refused by IAM") || !strings.Contains(msg, "not authorized to perform: sqs:GetQueueUrl on resource: "+queueArn) {
@@ -204,25 +203,6 @@ func TestContractsBreakForReal(t *testing.T) {
 			t.Fatalf("step %q failed; skipping the rest", s.name)
 		}
 	}
-}
-
-// withoutResource is the policy p with resource left out of every statement (and a statement
-// left without resources dropped): p narrowed by one resource.
-func withoutResource(p iampolicy.Document, resource string) iampolicy.Document {
-	out := iampolicy.Document{Version: p.Version}
-	for _, st := range p.Statement {
-		var keep iampolicy.Strings
-		for _, r := range st.Resource {
-			if r != resource {
-				keep = append(keep, r)
-			}
-		}
-		if len(keep) > 0 {
-			st.Resource = keep
-			out.Statement = append(out.Statement, st)
-		}
-	}
-	return out
 }
 
 // conditionOf is the status condition of type typ of u, or nil.
