@@ -301,8 +301,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if s.fault(w, op, false) {
 			return
 		}
-		if action, resource := s3Request(r); s.authorize(sess, action, resource) != "" {
-			writeS3Error(w, 403, "AccessDenied", s.authorize(sess, action, resource))
+		action, resource := s3Request(r)
+		if msg := s.authorize(sess, action, resource); msg != "" {
+			writeS3Error(w, 403, "AccessDenied", msg)
 			return
 		}
 		s.s3.Server().ServeHTTP(w, r)
