@@ -11,7 +11,8 @@
 #     UI, built once per version by hack/e2e/ui.sh into the cache as argocd-ui-VERSION.
 #   - the spoke's cert-manager (cert-manager-controller, test/e2e/tools/cert-manager-v1.19) and
 #     External Secrets Operator (external-secrets, test/e2e/tools/external-secrets-v0.16), after
-#     Argo CD v3.4.7, whose compiled packages they reuse.
+#     the Argo CDs: they share about two thirds of their compiled packages with v3.4.7 (whichever
+#     is built first compiles them; make e2e builds v3.4.7 last, beside the tests: test/e2e/run.sh).
 # ARGOCD_VERSION=v3.6.2 or v3.4.7 builds only that Argo CD; unset, both.
 # The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
 # Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
@@ -151,8 +152,8 @@ argocd_workspace() {
 # The spoke's controllers: cert-manager v1.19.4 (an own main over its registered controllers, as
 # its cmd/controller is a module no proxy serves) and External Secrets Operator v0.16.2 (its own
 # root command, linking only the AWS provider and the ECR generator; see the tools modules' docs).
-# They build after Argo CD v3.4.7: their tools modules hold every module that build also compiles
-# at its version, so about two thirds of their packages come from the Go build cache.
+# Their tools modules hold every module that Argo CD v3.4.7's build also compiles at its version,
+# so about two thirds of their packages are the same as that build's (one compiles, one reuses).
 cm="$tools/cert-manager-v1.19"
 eso="$tools/external-secrets-v0.16"
 
@@ -181,7 +182,7 @@ eso_workspace() {
   echo "$src.go.work"
 }
 spoke_controllers() {
-  build "$cm" cert-manager-controller "cert-manager-v1.19.4+main-$(sha256sum "$cm/main.go" "$cm/go.mod" "$cm/go.sum" | sha256sum | cut -c1-12)" . ""
+  build "$cm" cert-manager-controller "cert-manager-v1.19.4+main-$(cat "$cm/main.go" "$cm/go.mod" "$cm/go.sum" | sha256sum | cut -c1-12)" . ""
   local work
   work="$(eso_workspace)" || { say "preparing the External Secrets module failed (above)"; exit 1; }
   GOWORK="$work" build "$eso" external-secrets \

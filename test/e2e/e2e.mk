@@ -21,10 +21,11 @@ e2e-install:
 # controller and its health, and an onboarding through the plugin, a broken contract and back
 # in the older React UI), to keep a fresh machine's CI within its hour (docs/e2e.md).
 # ARGOCD_VERSION=v3.4.7 make e2e runs the whole suite on that release alone. The target fails
-# if any release failed.
+# if any release failed. run.sh installs each release's binaries itself: the first release's
+# before any test, the others' (under nice 19) beside the first release's tests.
 E2E_ARGOCD_VERSIONS ?= v3.6.2 v3.4.7
 E2E_OLDER_TESTS ?= ^(TestGenerator|TestUIContracts)$$
-e2e: e2e-install
+e2e:
 	$(if $(ARGOCD_VERSION),,E2E_RUN_v3_4_7='$(E2E_OLDER_TESTS)') GO=$(GO) E2E_PARALLEL=$(E2E_PARALLEL) \
 	  test/e2e/run.sh $(or $(ARGOCD_VERSION),$(E2E_ARGOCD_VERSIONS)) -- \
 	  -count=1 -timeout $(E2E_TIMEOUT) -parallel 64 $(E2E_FLAGS)
