@@ -2,18 +2,20 @@
 # Installs what the end-to-end suite (test/e2e) needs, idempotently:
 #   - Debian packages etcd-server, redis-server, git, gcc, nodejs, npm, chromium (apt-get;
 #     needs root or sudo; quiet unless it fails)
-#   - the Argo CD multi-call binaries argocd-v3.6.2 (tools module test/e2e/tools/argocd-v3.6)
-#     and argocd-v3.4.7 (test/e2e/tools/argocd-v3.4), then kube-apiserver v1.37.0 (from v3.6.2's
-#     module, whose Kubernetes it is: the two share their compiled k8s.io packages), into the
-#     binary cache (reused when present). v3.6 needs Go 1.27 (GOTOOLCHAIN=go1.27.3, fetched
+#   - kube-apiserver v1.37.0 (from Argo CD v3.6.2's tools module, whose Kubernetes it is: the two
+#     share their compiled k8s.io packages), then the Argo CD multi-call binaries argocd-v3.6.2
+#     (tools module test/e2e/tools/argocd-v3.6) and argocd-v3.4.7 (test/e2e/tools/argocd-v3.4),
+#     into the binary cache (reused when present). v3.6 needs Go 1.27 (GOTOOLCHAIN=go1.27.3, fetched
 #     from the module proxy, for that module only). v3.4.7's
 #     engine is unpacked from hack/e2e/vendor (its module zip leaves it out). Each embeds its web
-#     UI, built once per version by hack/e2e/ui.sh into the cache as argocd-ui-VERSION.
+#     UI, built once per version by hack/e2e/ui.sh into the cache as argocd-ui-VERSION, in the
+#     background while kube-apiserver and the spoke's controllers build.
 #   - the spoke's cert-manager (cert-manager-controller, test/e2e/tools/cert-manager-v1.19) and
-#     External Secrets Operator (external-secrets, test/e2e/tools/external-secrets-v0.16), after
-#     the Argo CDs: they share about two thirds of their compiled packages with v3.4.7 (whichever
-#     is built first compiles them; make e2e builds v3.4.7 last, beside the tests: test/e2e/run.sh).
-# ARGOCD_VERSION=v3.6.2 or v3.4.7 builds only that Argo CD; unset, both.
+#     External Secrets Operator (external-secrets, test/e2e/tools/external-secrets-v0.16): they
+#     share about two thirds of their compiled packages with v3.4.7 (whichever is built first
+#     compiles them; make e2e builds v3.4.7 last, beside the tests: test/e2e/run.sh).
+# ARGOCD_VERSION=v3.6.2 or v3.4.7 builds only that Argo CD; unset, both. E2E_UI_ALSO=v3.4.7 also
+# builds that release's web UI (test/e2e/run.sh sets it).
 # The binary cache is $SPOKEFORGE_E2E_BIN, default "$(go env GOCACHE)/../spokeforge-e2e/bin".
 # Set SPOKEFORGE_E2E_REBUILD=1 to rebuild the binaries.
 set -euo pipefail
@@ -188,10 +190,38 @@ spoke_controllers() {
   GOWORK="$work" build "$eso" external-secrets \
     "external-secrets-v0.16.2-aws-only+$(cat "$eso/main.go" "$eso/go.mod" "$eso/go.sum" "$eso"/patch/pkg/*/register/register.go | sha256sum | cut -c1-12)" . ""
 }
+# The web UIs build in the background (webpack keeps about one of the two cores busy, and pnpm
+# or yarn wait on the registry) while the Go builds that need no UI run: the spoke's controllers
+# and kube-apiserver. Each argocd then waits for its UI, which it embeds.
+# E2E_UI_ALSO names more releases whose UI that job builds: make e2e builds v3.4.7's argocd later,
+# beside v3.6.2's tests (test/e2e/run.sh), and its UI here, where webpack uses what the Go builds
+# leave.
+uis=("${versions[@]}")
+for v in ${E2E_UI_ALSO:-}; do
+  argocd_module "$v" >/dev/null
+  uis+=("$v")
+done
+(for v in "${uis[@]}"; do "$root/hack/e2e/ui.sh" "$v" "$bin/argocd-ui-$v" || exit 1; done) &
+ui_pid=$!
+trap 'kill "$ui_pid" 2>/dev/null || true' EXIT
+
+spoke_controllers
+
+# From Argo CD v3.6.2's module, which pins it: the two share their compiled k8s.io packages
+# (and those test/conformance-v3 compiled for make test).
+kv=k8s.io/component-base/version
+GOTOOLCHAIN=go1.27.3 build "$tools/argocd-v3.6" kube-apiserver "kubernetes-v1.37.0-argocd-v3.6.2-module" \
+  k8s.io/kubernetes/cmd/kube-apiserver \
+  "-X $kv.gitVersion=v1.37.0 -X $kv.gitMajor=1 -X $kv.gitMinor=37 -X $kv.gitTreeState=clean"
+
+if ! wait "$ui_pid"; then
+  say "building the Argo CD web UI failed (above)"
+  exit 1
+fi
+trap - EXIT
 for v in "${versions[@]}"; do
   major="${v%%.*}"
   av="github.com/argoproj/argo-cd/$major/common"
-  "$root/hack/e2e/ui.sh" "$v" "$bin/argocd-ui-$v"
   stamp="argo-cd-$v-own-module+ui-$(cat "$bin/argocd-ui-$v.stamp")"
   if [ "$v" = v3.4.7 ]; then stamp="$stamp+engine-${engine_stamp:0:12}"; fi
   toolchain="$(argocd_toolchain "$v")"
@@ -199,14 +229,6 @@ for v in "${versions[@]}"; do
   GOTOOLCHAIN="$toolchain" GOWORK="$work" build "$(argocd_module "$v")" "argocd-$v" "$stamp" "github.com/argoproj/argo-cd/$major/cmd" \
     "-X $av.version=${v#v} -X $av.gitTag=$v -X $av.gitTreeState=clean"
 done
-
-spoke_controllers
-
-# After Argo CD v3.6.2, whose module pins it and whose k8s.io packages it reuses from the build cache.
-kv=k8s.io/component-base/version
-GOTOOLCHAIN=go1.27.3 build "$tools/argocd-v3.6" kube-apiserver "kubernetes-v1.37.0-argocd-v3.6.2-module" \
-  k8s.io/kubernetes/cmd/kube-apiserver \
-  "-X $kv.gitVersion=v1.37.0 -X $kv.gitMajor=1 -X $kv.gitMinor=37 -X $kv.gitTreeState=clean"
 
 # --- CRD source modules (spoke CRDs) and the releases' install manifests ------------------
 for m in github.com/cert-manager/cert-manager@v1.19.4 \

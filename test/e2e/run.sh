@@ -5,8 +5,8 @@
 # the tests E2E_RUN_<release> names (go test -run), when that is set: E2E_RUN_v3_4_7=… for v3.4.7.
 #   test/e2e/run.sh VERSION... -- GO_TEST_RUN_FLAGS... (-v, -count, -timeout, -parallel, -run)
 # Each release's binaries come from hack/e2e/install.sh (a no-op when cached). The first release's
-# are built before any test starts, at full priority; every other release builds its own under
-# nice 19 beside the first release's tests, then runs. The suite leaves a third of the 2 cores
+# are built before any test starts, at full priority, with every release's web UI; every other
+# release builds its argocd under nice 19 beside the first release's tests, then runs. The suite leaves a third of the 2 cores
 # idle, most of it in stretches where a test waits on a controller's requeue (docs/e2e.md), and
 # at nice 19 the build takes only the CPU the hubs leave, so their timing stays as it was.
 set -uo pipefail
@@ -16,7 +16,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do versions+=("$1"); shift; done
 shift || true
 go="${GO:-go}"
 if [ ${#versions[@]} -eq 0 ]; then echo "run.sh: no Argo CD release named" >&2; exit 2; fi
-ARGOCD_VERSION="${versions[0]}" hack/e2e/install.sh || exit 1
+# The other releases' web UIs build in the first install's background job, beside its Go builds.
+E2E_UI_ALSO="${versions[*]:1}" ARGOCD_VERSION="${versions[0]}" hack/e2e/install.sh || exit 1
 status="$(mktemp -d)"
 trap 'rm -rf "$status"' EXIT
 # One test binary for every release: two go test processes would each compile and link it.
