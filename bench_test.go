@@ -10,7 +10,12 @@ import (
 )
 
 func BenchmarkRenderSpoke(b *testing.B) {
-	getenv := func(string) string { return "" }
+	getenv := func(k string) string {
+		if k == "SPOKEFORGE_IMAGE" {
+			return testImage
+		}
+		return ""
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := cmp.Generate("examples/gitops/clusters/gpu-east-1", "spoke", getenv); err != nil {
@@ -64,7 +69,12 @@ func BenchmarkValidateRepo1000(b *testing.B) {
 
 // BenchmarkRenderSpokeNoOverlay isolates the template path from kustomize.
 func BenchmarkRenderSpokeNoOverlay(b *testing.B) {
-	getenv := func(string) string { return "" }
+	getenv := func(k string) string {
+		if k == "SPOKEFORGE_IMAGE" {
+			return testImage
+		}
+		return ""
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := cmp.Generate("examples/gitops/clusters/gpu-west-2", "spoke", getenv); err != nil {

@@ -120,8 +120,11 @@ func TestRenderMissingRecord(t *testing.T) {
 func TestRenderUsesArgoCDSourcePathInErrors(t *testing.T) {
 	dir := writeCluster(t, func(s string) string { return strings.Replace(s, "zone: dc-ash1", "zone: DC", 1) })
 	_, err := cmp.Generate(dir, "", func(k string) string {
-		if k == "ARGOCD_APP_SOURCE_PATH" {
+		switch k {
+		case "ARGOCD_APP_SOURCE_PATH":
 			return "clusters/gpu-east-1"
+		case "SPOKEFORGE_IMAGE":
+			return testImage
 		}
 		return ""
 	})

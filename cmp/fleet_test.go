@@ -19,6 +19,7 @@ func envFor(sourcePath, mode string) Env {
 		"ARGOCD_APP_SOURCE_TARGET_REVISION": "main",
 		"ARGOCD_APP_SOURCE_PATH":            sourcePath,
 		"KUBE_API_VERSIONS":                 "v1,apps/v1,external-secrets.io/v1",
+		"SPOKEFORGE_IMAGE":                  "ghcr.io/spokeforge/spokeforge:v0.1.0-dev",
 		"ARGOCD_APP_PARAMETERS":             `[{"name":"mode","string":"` + mode + `"}]`,
 	}
 	return func(k string) string { return vars[k] }

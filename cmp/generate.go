@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/spokeforge/spokeforge/cmp/render"
@@ -17,8 +18,8 @@ import (
 	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
-// Version is the spokeforge version the rendered agent image defaults to;
-// the binary sets it at build time (-ldflags -X .../cmp.Version=...).
+// Version is the spokeforge version `spokeforge version` prints; the binary
+// sets it at build time (-ldflags -X .../cmp.Version=...).
 var Version = "v0.1.0-dev"
 
 // Validate reads every record of the repo checked out at root, checks each
@@ -34,8 +35,12 @@ func Validate(root string) (*repo.Repo, record.Errors) {
 	return r, errs
 }
 
-// validateRepoURL stands in for the repoURL Argo CD would pass a hub render.
-const validateRepoURL = "https://gitops.invalid/repo.git"
+// validateRepoURL and validateImage stand in for the repoURL Argo CD would
+// pass a hub render and the agent image the install sets.
+const (
+	validateRepoURL = "https://gitops.invalid/repo.git"
+	validateImage   = "spokeforge.invalid/spokeforge:validate"
+)
 
 // renderFindings renders every cluster whose record has no finding, in
 // spoke and hub mode, exactly as the CMP would: validate accepts a record
@@ -57,6 +62,8 @@ func renderFindings(root string, r *repo.Repo, known record.Errors) record.Error
 				return validateRepoURL
 			case "ARGOCD_APP_SOURCE_PATH":
 				return rel
+			case "SPOKEFORGE_IMAGE":
+				return validateImage
 			}
 			return ""
 		}
@@ -151,14 +158,20 @@ func renderOptions(mode string, getenv Env) (string, render.Options, error) {
 	if err != nil && mode != ModeProjects {
 		return "", render.Options{}, err
 	}
-	for _, k := range []string{"ARGOCD_ENV_SPOKEFORGE_IMAGE", "ARGOCD_ENV_ARGOCD_NAMESPACE", "ARGOCD_ENV_HUB_SECRET_STORE", "ARGOCD_ENV_SPOKEFORGE_MODE",
+	for _, k := range []string{"SPOKEFORGE_IMAGE", "ARGOCD_ENV_SPOKEFORGE_IMAGE", "ARGOCD_ENV_ARGOCD_NAMESPACE", "ARGOCD_ENV_HUB_SECRET_STORE", "ARGOCD_ENV_SPOKEFORGE_MODE",
 		"ARGOCD_APP_SOURCE_REPO_URL", "ARGOCD_APP_SOURCE_TARGET_REVISION", "ARGOCD_APP_SOURCE_PATH"} {
 		if _, _, bad := record.ControlChar(getenv(k)); bad {
 			return "", render.Options{}, fmt.Errorf("%s holds a control or invisible character", k)
 		}
 	}
+	image := ""
+	if mode == ModeSpoke {
+		if image, err = agentImage(ps, getenv); err != nil {
+			return "", render.Options{}, err
+		}
+	}
 	opts := render.Options{
-		Image:          firstNonEmpty(ps["image"], getenv("ARGOCD_ENV_SPOKEFORGE_IMAGE"), "ghcr.io/spokeforge/spokeforge:"+Version),
+		Image:          image,
 		ESOVersion:     eso,
 		ArgoNamespace:  firstNonEmpty(getenv("ARGOCD_ENV_ARGOCD_NAMESPACE"), "argocd"),
 		HubSecretStore: firstNonEmpty(ps["hubSecretStore"], getenv("ARGOCD_ENV_HUB_SECRET_STORE"), "spokeforge-hub"),
@@ -171,6 +184,36 @@ func renderOptions(mode string, getenv Env) (string, render.Options, error) {
 		return "", render.Options{}, fmt.Errorf("ARGOCD_APP_SOURCE_REPO_URL carries user information: use Argo CD repository credentials instead")
 	}
 	return mode, opts, nil
+}
+
+// imageRef is an image reference as container runtimes read it (optional
+// registry host and port, a lowercase repository path) with a tag or a digest:
+// a bare name would pull whatever :latest is that day.
+var imageRef = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]{1,5})?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+	`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(?:@sha256:[0-9a-f]{64})?|@sha256:[0-9a-f]{64})$`)
+
+// agentImage is the image of the spoke's agent and credential refresher: the
+// plugin parameter image, else the Application's env SPOKEFORGE_IMAGE, else
+// the spokeforge sidecar's own SPOKEFORGE_IMAGE (which the install sets). There
+// is no built-in default: a tag no registry holds would leave every spoke's
+// agent pulling forever, with Argo CD reporting only Progressing.
+func agentImage(ps map[string]string, getenv Env) (string, error) {
+	for _, s := range []struct{ where, value string }{
+		{"plugin parameter image", ps["image"]},
+		{"the Application's env SPOKEFORGE_IMAGE (ARGOCD_ENV_SPOKEFORGE_IMAGE)", getenv("ARGOCD_ENV_SPOKEFORGE_IMAGE")},
+		{"SPOKEFORGE_IMAGE of the spokeforge sidecar", getenv("SPOKEFORGE_IMAGE")},
+	} {
+		if s.value == "" {
+			continue
+		}
+		// The value is not repeated: a misplaced credential must not reach an error.
+		if len(s.value) > 512 || !imageRef.MatchString(s.value) {
+			return "", fmt.Errorf("%s is not an image reference with a tag or digest (registry/repository:tag, or @sha256:<64 hex>)", s.where)
+		}
+		return s.value, nil
+	}
+	return "", errors.New("no agent image: set SPOKEFORGE_IMAGE on the spokeforge sidecar (manifests/cmp, docs/install.md), or the plugin parameter image on the Application")
 }
 
 // renderDir is Render with the directory's display name given.

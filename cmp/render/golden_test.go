@@ -23,6 +23,8 @@ func buildEnv(path string, extra map[string]string) func(string) string {
 		"ARGOCD_APP_SOURCE_PATH":            path,
 		"KUBE_VERSION":                      "1.31.0",
 		"KUBE_API_VERSIONS":                 "v1,apps/v1,external-secrets.io/v1,external-secrets.io/v1beta1,cert-manager.io/v1",
+		// What manifests/cmp's sidecar sets (the install replaces it with its own image).
+		"SPOKEFORGE_IMAGE": "ghcr.io/spokeforge/spokeforge:v0.1.0-dev",
 	}
 	for k, v := range extra {
 		env[k] = v

@@ -98,7 +98,7 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 		return nil, &OverlayError{File: path.Join(ov.Display, RenderedResource), Msg: "this name is reserved for the rendered spoke: rename the file"}
 	}
 	chk := overlayChecker{files: files, display: ov.Display, root: ov.File, aliasBudget: OverlayAliasBudget,
-		kusts: map[string]*types.Kustomization{}, nodes: map[string]*kyaml.Node{}}
+		kusts: map[string]*types.Kustomization{}, nodes: map[string]*kyaml.Node{}, inCluster: ov.InCluster}
 	// Every file first: kustomize parses YAML it is handed (resources,
 	// patches, crds, …) and expands its aliases without a bound.
 	if err := chk.aliases(); err != nil {
@@ -196,6 +196,8 @@ type overlayChecker struct {
 	aliasBudget int64
 	// patchRefs: where each patch is declared, for messages naming it.
 	patchRefs []patchRef
+	// inCluster: the record's spoke is the management cluster.
+	inCluster bool
 }
 
 type patchRef struct {
@@ -238,6 +240,13 @@ func (c *overlayChecker) kustomization(name string) error {
 	}
 	if f, why := refusedFields(&raw); f != "" {
 		return c.fail(name, c.keyLine(name, f), "%s: %s", f, why)
+	}
+	// The images transformer matches an image by its current name, which is the install's
+	// (SPOKEFORGE_IMAGE), not the record's: whether it would change one of spokeforge's
+	// components on the management cluster would depend on the install, and validate (which
+	// renders with a stand-in image) could then accept what render refuses. So not at all there.
+	if c.inCluster && len(raw.Images) > 0 {
+		return c.fail(name, c.keyLine(name, "images"), "images: an overlay of an inCluster record, whose spoke is the management cluster, may not set images: spokeforge's images there come from the install (SPOKEFORGE_IMAGE)")
 	}
 	if name == c.root {
 		for _, f := range []struct{ field, value, why string }{

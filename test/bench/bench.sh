@@ -37,6 +37,8 @@ if [ -n "${SPOKEFORGE_BENCH_BASELINE:-}" ]; then
   baseline=(-baseline "$work/spokeforge-baseline")
 fi
 
+# What manifests/cmp's sidecar sets; the golden renders carry it.
+export SPOKEFORGE_IMAGE="${SPOKEFORGE_IMAGE:-ghcr.io/spokeforge/spokeforge:v0.1.0-dev}"
 say "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo), $(go version | cut -d' ' -f3)"
 "$work/runner" -spokeforge "$work/spokeforge" -helm "$bin/helm" -kustomize "$bin/kustomize" -floor "$work/floorbin" \
   -cmponly "$work/spokeforge-cmponly" -rounds "$rounds" "${baseline[@]}"

@@ -69,6 +69,8 @@ func TestArgoCDv3RunsThePlugin(t *testing.T) {
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 	t.Setenv("ARGOCD_CMP_WORKDIR", t.TempDir())
+	// The sidecar's own environment, as manifests/cmp sets it.
+	t.Setenv("SPOKEFORGE_IMAGE", "ghcr.io/spokeforge/spokeforge:v0.1.0-dev")
 
 	cfg, err := plugin.ReadPluginConfig(filepath.Join(root, "cmp"))
 	if err != nil {
@@ -161,6 +163,30 @@ func TestArgoCDv3RunsThePlugin(t *testing.T) {
 			t.Fatal("the cluster directory alone renders other manifests than the whole repository")
 		}
 		t.Logf("tarball: %d bytes for the cluster directory", buf.Len())
+	})
+	// The agent image: the Application's parameter over the sidecar's SPOKEFORGE_IMAGE, and no
+	// render at all without either (never a made-up tag), through Argo CD's own cmp-server.
+	t.Run("the image parameter reaches the agent", func(t *testing.T) {
+		s := newStream(t, repo, filepath.Join(repo, "clusters/gpu-east-1"),
+			append(env, `ARGOCD_APP_PARAMETERS=[{"name":"image","string":"registry.example.com:5000/platform/spokeforge:v9.9.9"}]`))
+		if err := svc.GenerateManifest(s); err != nil {
+			t.Fatal(err)
+		}
+		joined := strings.Join(s.resp.Manifests, "\n")
+		if !strings.Contains(joined, `"image":"registry.example.com:5000/platform/spokeforge:v9.9.9"`) || strings.Contains(joined, "v0.1.0-dev") {
+			t.Fatal("the rendered agent does not run the parameter's image alone")
+		}
+	})
+	t.Run("no agent image is refused", func(t *testing.T) {
+		t.Setenv("SPOKEFORGE_IMAGE", "")
+		s := newStream(t, repo, filepath.Join(repo, "clusters/gpu-east-1"), env)
+		err := svc.GenerateManifest(s)
+		if err == nil || !strings.Contains(err.Error(), "no agent image") {
+			t.Fatalf("err = %v; want the render refused for want of an agent image", err)
+		}
+		if s.resp != nil && len(s.resp.Manifests) > 0 {
+			t.Fatal("manifests sent with the refusal")
+		}
 	})
 	t.Run("hub mode through the mode parameter", func(t *testing.T) {
 		s := newStream(t, repo, filepath.Join(repo, "clusters/gpu-east-1"),

@@ -207,3 +207,161 @@ func TestInstallOnReleaseManifests(t *testing.T) {
 		})
 	}
 }
+
+// TestInstallExample builds docs/install.md's overlays as a user applies them: examples/install/hub
+// on each release's install.yaml (its resources URL pointed at the module's copy, as no network is
+// read here) and examples/install/generator with a token file. The images a user sets are the only
+// spokeforge images in the output, the agent image reaches the sidecar's SPOKEFORGE_IMAGE once, and
+// the generator reads the repo the overlay names.
+func TestInstallExample(t *testing.T) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		cmpImage   = "registry.example.com/platform/spokeforge-cmp:v0.1.0"
+		agentImage = "registry.example.com/platform/spokeforge:v0.1.0"
+		repoArg    = "--repo=https://github.com/acme/platform-gitops.git"
+	)
+	// memFS holds the repository's manifests/ and examples/install/ at their paths under /repo.
+	memFS := func(t *testing.T) filesys.FileSystem {
+		fs := filesys.MakeFsInMemory()
+		for _, dir := range []string{"manifests/cmp", "manifests/argocd-cm", "manifests/ui-extension", "manifests/generator", "examples/install/hub", "examples/install/generator"} {
+			ents, err := os.ReadDir(filepath.Join(root, dir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if e.IsDir() || e.Name() == "token" {
+					continue
+				}
+				b, err := os.ReadFile(filepath.Join(root, dir, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := fs.WriteFile("/repo/"+dir+"/"+e.Name(), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return fs
+	}
+	build := func(t *testing.T, fs filesys.FileSystem, dir string) []map[string]any {
+		t.Helper()
+		m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, dir)
+		if err != nil {
+			t.Fatalf("kustomize build %s: %v", dir, err)
+		}
+		var out []map[string]any
+		for _, r := range m.Resources() {
+			obj, err := r.Map()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, obj)
+			b, _ := yaml.Marshal(obj)
+			if strings.Contains(string(b), "ghcr.io/spokeforge") {
+				t.Errorf("%s %s still names an image of ghcr.io/spokeforge, which no registry holds", r.GetKind(), r.GetName())
+			}
+		}
+		return out
+	}
+	type container struct {
+		Name  string
+		Image string
+		Args  []string
+		Env   []struct{ Name, Value string }
+	}
+	containersOf := func(t *testing.T, objs []map[string]any, kind, name string) []container {
+		t.Helper()
+		for _, o := range objs {
+			md, _ := o["metadata"].(map[string]any)
+			if o["kind"] != kind || md["name"] != name {
+				continue
+			}
+			var d struct {
+				Spec struct {
+					Template struct {
+						Spec struct{ Containers []container }
+					}
+				}
+			}
+			b, _ := json.Marshal(o)
+			if err := json.Unmarshal(b, &d); err != nil {
+				t.Fatal(err)
+			}
+			return d.Spec.Template.Spec.Containers
+		}
+		t.Fatalf("no %s %s in the build", kind, name)
+		return nil
+	}
+
+	for _, release := range []string{"github.com/argoproj/argo-cd/v3@v3.6.2", "github.com/argoproj/argo-cd/v3@v3.4.7"} {
+		t.Run("hub on "+release, func(t *testing.T) {
+			fs := memFS(t)
+			install, err := os.ReadFile(filepath.Join(moduleDir(t, release), "manifests", "install.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.WriteFile("/repo/examples/install/hub/install.yaml", install); err != nil {
+				t.Fatal(err)
+			}
+			k, err := fs.ReadFile("/repo/examples/install/hub/kustomization.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const url = "https://raw.githubusercontent.com/argoproj/argo-cd/v3.6.2/manifests/install.yaml"
+			if !strings.Contains(string(k), "  - "+url+"\n") {
+				t.Fatalf("examples/install/hub/kustomization.yaml no longer installs %s", url)
+			}
+			if err := fs.WriteFile("/repo/examples/install/hub/kustomization.yaml", []byte(strings.Replace(string(k), url, "install.yaml", 1))); err != nil {
+				t.Fatal(err)
+			}
+			objs := build(t, fs, "/repo/examples/install/hub")
+			var sidecar *container
+			for _, c := range containersOf(t, objs, "Deployment", "argocd-repo-server") {
+				if c.Name == "spokeforge" {
+					sidecar = &c
+				}
+			}
+			if sidecar == nil {
+				t.Fatal("the repo-server has no spokeforge sidecar")
+			}
+			if sidecar.Image != cmpImage {
+				t.Errorf("sidecar image %q, want %q", sidecar.Image, cmpImage)
+			}
+			var agent []string
+			for _, e := range sidecar.Env {
+				if e.Name == "SPOKEFORGE_IMAGE" {
+					agent = append(agent, e.Value)
+				}
+			}
+			if len(agent) != 1 || agent[0] != agentImage {
+				t.Errorf("the sidecar's SPOKEFORGE_IMAGE is %q, want [%s]", agent, agentImage)
+			}
+		})
+	}
+	t.Run("generator", func(t *testing.T) {
+		fs := memFS(t)
+		if err := fs.WriteFile("/repo/manifests/generator/token", []byte("not-a-real-token")); err != nil {
+			t.Fatal(err)
+		}
+		objs := build(t, fs, "/repo/examples/install/generator")
+		cs := containersOf(t, objs, "Deployment", "spokeforge-generator")
+		if len(cs) != 1 || cs[0].Image != agentImage {
+			t.Fatalf("generator containers %+v, want one running %s", cs, agentImage)
+		}
+		repos := 0
+		for _, a := range cs[0].Args {
+			if strings.HasPrefix(a, "--repo=") {
+				repos++
+				if a != repoArg {
+					t.Errorf("generator reads %s, want %s", a, repoArg)
+				}
+			}
+		}
+		if repos != 1 {
+			t.Errorf("generator has %d --repo flags", repos)
+		}
+	})
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -501,9 +502,14 @@ func (h *Hub) start(ctx context.Context) error {
 			return err
 		}
 	}
+	sidecar, err := sidecarEnv(h.opts.RepoRoot)
+	if err != nil {
+		return err
+	}
+	cmpEnv := append(append(slices.Clone(common), sidecar...), "ARGOCD_CMP_WORKDIR="+cmpWork, "ARGOCD_PLUGINSOCKFILEPATH="+cmpSockDir)
 	cmp, err := h.run(procSpec{name: "argocd-cmp-server", path: link("argocd-cmp-server"),
 		args: []string{"--config-dir-path", cmpDir, "--loglevel", "debug"},
-		env:  append(common, "ARGOCD_CMP_WORKDIR="+cmpWork, "ARGOCD_PLUGINSOCKFILEPATH="+cmpSockDir), dir: cmpWork})
+		env:  cmpEnv, dir: cmpWork})
 	if err != nil {
 		return err
 	}
@@ -976,6 +982,46 @@ func repoServerPluginParams(root string) ([]string, error) {
 	}
 	sort.Strings(env)
 	return env, nil
+}
+
+// sidecarEnv reads the env of the spokeforge container in
+// manifests/cmp/repo-server-sidecar.yaml: the cmp-server runs with what the install gives the
+// sidecar (the agent image among it).
+func sidecarEnv(root string) ([]string, error) {
+	const file = "manifests/cmp/repo-server-sidecar.yaml"
+	b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(file)))
+	if err != nil {
+		return nil, err
+	}
+	var d struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []struct {
+						Name string `json:"name"`
+						Env  []struct {
+							Name  string `json:"name"`
+							Value string `json:"value"`
+						} `json:"env"`
+					} `json:"containers"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %v", file, err)
+	}
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name != "spokeforge" {
+			continue
+		}
+		var env []string
+		for _, e := range c.Env {
+			env = append(env, e.Name+"="+e.Value)
+		}
+		return env, nil
+	}
+	return nil, fmt.Errorf("%s has no spokeforge container", file)
 }
 
 // countingProxy listens on the unix socket at listen and forwards every connection to target,

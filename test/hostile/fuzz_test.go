@@ -34,6 +34,7 @@ func FuzzValidateMatchesRender(f *testing.F) {
 		}
 		vcode, vout, verr := run("validate", root)
 		t.Setenv("ARGOCD_APP_SOURCE_REPO_URL", "https://git.example.com/gitops.git")
+		t.Setenv("SPOKEFORGE_IMAGE", testImage)
 		renders := 0
 		for _, mode := range []string{"spoke", "hub"} {
 			code, out, errs := run("render", "--mode", mode, dir)

@@ -16,6 +16,10 @@ import (
 	"github.com/spokeforge/spokeforge/internal/repo"
 )
 
+// testImage is the agent image an install sets on the spokeforge sidecar
+// (SPOKEFORGE_IMAGE); render refuses a spoke without one.
+const testImage = "ghcr.io/spokeforge/spokeforge:v0.1.0-dev"
+
 // Case is one file of cases/.
 type Case struct {
 	// Cluster whose directory render is run on.
@@ -164,6 +168,7 @@ func TestHostileCases(t *testing.T) {
 			dir := filepath.Join(root, "clusters", c.Cluster)
 			for _, mode := range []string{"spoke", "hub"} {
 				t.Setenv("ARGOCD_APP_SOURCE_REPO_URL", "https://git.example.com/gitops.git")
+				t.Setenv("SPOKEFORGE_IMAGE", testImage)
 				code, out, errs := run("render", "--mode", mode, dir)
 				streams = append(streams, out, errs)
 				switch {

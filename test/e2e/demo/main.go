@@ -20,17 +20,24 @@ import (
 )
 
 func main() {
-	err := run()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	err := run(ctx)
+	stop()
 	e2e.KillAll() // what the hub left, and the spokeforge build the hub linked
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
+	}
+	// A Ctrl-C, even one that cut the start short, is a clean stop: exit 0, so that make
+	// reports no error (README, "What make demo shows").
+	if err != nil {
+		say("stopped before the demo was up")
 	}
 }
 
 func say(format string, args ...any) { fmt.Printf("[demo] "+format+"\n", args...) }
 
-func run() error {
+func run(ctx context.Context) error {
 	root, err := os.Getwd()
 	if err != nil {
 		return err
@@ -38,8 +45,6 @@ func run() error {
 	if _, err := os.Stat(filepath.Join(root, e2e.ExampleRepo)); err != nil {
 		return fmt.Errorf("run from the repository root (make demo): %w", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer stop()
 
 	say("starting etcd, hub and spoke kube-apiservers, Redis and Argo CD (about 30 s on 2 cores; building spokeforge first)")
 	started := time.Now()
