@@ -60,4 +60,19 @@ bench-fleet: e2e-install
 	SPOKEFORGE_E2E_BENCH_FLEET=$(FLEET_SIZES) SPOKEFORGE_E2E_BENCH_OUT=$(CURDIR)/fleet-bench.md \
 	  $(GO) test -tags e2e -vet=off -count=1 -timeout 0 -run '^TestBenchFleet$$' -v ./test/e2e/
 
+# The two images of the Dockerfile, built and pushed to IMAGE_REPO (docs/install.md, step 1):
+#   make images IMAGE_REPO=registry.example.com/platform [IMAGE_TAG=v0.1.0] [DOCKER=podman]
+# then set both in examples/install/hub and examples/install/generator.
+DOCKER ?= docker
+IMAGE_TAG ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+.PHONY: images
+images:
+	@test -n "$(IMAGE_REPO)" || { echo 'make images: set IMAGE_REPO, e.g. make images IMAGE_REPO=registry.example.com/platform' >&2; exit 2; }
+	$(DOCKER) build --build-arg VERSION=$(IMAGE_TAG) --target cmp -t $(IMAGE_REPO)/spokeforge-cmp:$(IMAGE_TAG) .
+	$(DOCKER) build --build-arg VERSION=$(IMAGE_TAG) -t $(IMAGE_REPO)/spokeforge:$(IMAGE_TAG) .
+	$(DOCKER) push $(IMAGE_REPO)/spokeforge-cmp:$(IMAGE_TAG)
+	$(DOCKER) push $(IMAGE_REPO)/spokeforge:$(IMAGE_TAG)
+	@echo "the sidecar's image:                           $(IMAGE_REPO)/spokeforge-cmp:$(IMAGE_TAG)"
+	@echo "the agent's (SPOKEFORGE_IMAGE) and generator's: $(IMAGE_REPO)/spokeforge:$(IMAGE_TAG)"
+
 include test/e2e/e2e.mk
