@@ -87,8 +87,13 @@ build() {
     return
   fi
   say "building $name ($stamp) into $bin (slow step: minutes on 2 cores)"
-  local start=$SECONDS
-  (cd "$dir" && ticking "go build $name" go build -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
+  local start=$SECONDS log="$bin/$name.build.log"
+  # The go command's own lines (a "go: downloading" per module) go to the log, shown on failure.
+  if ! (cd "$dir" && ticking "go build $name" go build -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg" 2>"$log"); then
+    tail -40 "$log" >&2
+    say "building $name failed: the last 40 lines of $log are above"
+    exit 1
+  fi
   mv "$bin/$name.tmp" "$bin/$name"
   echo "$stamp" >"$bin/$name.stamp"
   say "built $name in $((SECONDS - start))s"
