@@ -195,12 +195,13 @@ spoke_controllers() {
   GOWORK="$work" build "$eso" external-secrets \
     "external-secrets-v0.16.2-aws-only+$(cat "$eso/main.go" "$eso/go.mod" "$eso/go.sum" "$eso"/patch/pkg/*/register/register.go | sha256sum | cut -c1-12)" . ""
 }
-# The web UIs build in the background (webpack keeps about one of the two cores busy, and pnpm
-# or yarn wait on the registry) while the Go builds that need no UI run: the spoke's controllers
-# and kube-apiserver. Each argocd then waits for its UI, which it embeds.
-# E2E_UI_ALSO names more releases whose UI that job builds: make e2e builds v3.4.7's argocd later,
-# beside v3.6.2's tests (test/e2e/run.sh), and its UI here, where webpack uses what the Go builds
-# leave.
+# The web UIs build in the background while the Go builds that need no UI run (the spoke's
+# controllers, kube-apiserver); each argocd then waits for its UI, which it embeds. On 2 cores
+# this is no faster than one after the other (webpack uses both cores at times: make demo's first
+# run had the v3.6.2 UI and cert-manager done 384 s after they began, against 179 + 199 s apart),
+# but E2E_UI_ALSO uses it: it names more releases whose UI this job builds. make e2e builds
+# v3.4.7's argocd beside v3.6.2's tests (test/e2e/run.sh), under nice, where the UI took 357 s
+# and made that build, not the tests, end the suite phase; its UI is built here instead.
 uis=("${versions[@]}")
 for v in ${E2E_UI_ALSO:-}; do
   argocd_module "$v" >/dev/null
