@@ -33,11 +33,13 @@ e2e:
 .PHONY: demo
 
 # demo: the e2e hub with examples/gitops synced, left running until Ctrl-C, on the default
-# Argo CD (v3.6.2) or ARGOCD_VERSION; it builds only that release. The demo is built, then run
-# itself, not through go run: go run dies of the Ctrl-C it passes on, and make then reports
+# Argo CD (v3.6.2) or ARGOCD_VERSION; it builds only that release. The demo is built, then make
+# runs the binary itself: no go run and no shell in between, as both die of the Ctrl-C the demo
+# handles (go run passes it on; sh waits, then exits by it), and make then reports
 # "*** [demo] Interrupt" after a clean stop.
-DEMO_ARGOCD_VERSION = $(or $(ARGOCD_VERSION),v3.6.2)
+DEMO_ARGOCD_VERSION := $(or $(ARGOCD_VERSION),v3.6.2)
+demo: export ARGOCD_VERSION := $(DEMO_ARGOCD_VERSION)
 demo:
-	ARGOCD_VERSION=$(DEMO_ARGOCD_VERSION) hack/e2e/install.sh
+	hack/e2e/install.sh
 	$(GO) build -tags e2e -o bin/spokeforge-demo ./test/e2e/demo
-	ARGOCD_VERSION=$(DEMO_ARGOCD_VERSION) bin/spokeforge-demo
+	bin/spokeforge-demo

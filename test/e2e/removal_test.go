@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -51,37 +50,11 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 	// As in TestHostileRecord: External Secrets CRDs on the hub, the real controllers on the
 	// spoke, a stand-in External Secrets on the hub, and the Argo CD cluster Secret of gpu-east-1 written by hand (what ESO
 	// would write from the rendered ExternalSecret), the spoke API server under another URL.
-	esoDir, err := ModuleDir(ExternalSecretsMod)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml")); err != nil {
-		t.Fatal(err)
-	}
 	spoke, err := h.StartSpoke(ctx, filepath.Join(h.opts.RepoRoot, ExampleRepo, exampleSpokeDir), SpokeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	StartStandInControllers(ctx, h.Hub, "ExternalSecret")
-	spokeURL := strings.Replace(h.Spoke.URL, "https://127.0.0.1:", "https://localhost:", 1)
-	cfg, err := json.Marshal(map[string]any{
-		"bearerToken":     h.Spoke.Token,
-		"tlsClientConfig": map[string]any{"insecure": false, "caData": base64.StdEncoding.EncodeToString(h.Spoke.CAData)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata:
-  name: cluster-%[1]s
-  namespace: %[2]s
-  labels: {argocd.argoproj.io/secret-type: cluster, spokeforge.io/cluster: %[1]s, gpu: a100}
-stringData:
-  name: %[1]s
-  server: %[3]s
-  config: '%[4]s'
-`, exampleSpoke, ArgoCDNamespace, spokeURL, cfg)); err != nil {
+	if err := h.RegisterSpokeAs(ctx, exampleSpoke, map[string]string{"gpu": "a100"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -70,36 +70,65 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("%w (logs in %s)", err, h.LogDir)
 	}
 
+	// The hub's half of registering gpu-east-1: the cluster Secret its hub render's
+	// ExternalSecret would make (the hub has no Secrets Manager here).
+	const cluster = "gpu-east-1"
+	if err := h.RegisterSpokeAs(ctx, cluster, map[string]string{"gpu": "a100"}); err != nil {
+		return err
+	}
 	files, err := e2e.RepoFiles(filepath.Join(root, e2e.ExampleRepo))
 	if err != nil {
 		return err
+	}
+	// hub-local's spoke is the hub itself: its contracts would need a second agent on this
+	// 2-core machine. gpu-west-2 stays: a record whose cluster has no API server here.
+	for p := range files {
+		if strings.HasPrefix(p, "clusters/hub-local/") {
+			delete(files, p)
+		}
 	}
 	repo, err := h.NewGitRepo("gitops", files)
 	if err != nil {
 		return err
 	}
-	say("committed %s to %s", e2e.ExampleRepo, repo.URL)
-	const app = "spoke-gpu-east-1"
-	if _, err := h.Hub.Apply(ctx, e2e.SpokeApplication(app, repo.URL, "clusters/gpu-east-1")); err != nil {
+	// The org's AppProject, as the projects render makes it (docs/cmp.md): its zone and
+	// workload Applications go through it.
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: org-acme, namespace: %[1]s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}, {name: %[2]s, namespace: '*'}]
+  clusterResourceWhitelist: [{group: '', kind: Namespace}]
+`, e2e.ArgoCDNamespace, cluster)); err != nil {
 		return err
 	}
-	say("argocd app sync %s (the spokeforge plugin renders clusters/gpu-east-1, wave by wave)", app)
-	syncStart := time.Now()
-	if _, err := h.ArgoCD(ctx, "app", "sync", app, "--timeout", "300"); err != nil {
+	say("committed %s to %s; starting the spokeforge generator and the two example ApplicationSets", e2e.ExampleRepo, repo.URL)
+	committed := time.Now()
+	gen, err := h.StartGenerator(ctx, repo.URL)
+	if err != nil {
 		return err
 	}
-	say("synced in %s; starting the spoke's agent against the fake AWS account", time.Since(syncStart).Round(100*time.Millisecond))
+	if err := h.InstallApplicationSets(ctx, gen.Base, gen.Token); err != nil {
+		return err
+	}
+	const appOfApps, app = "registry-" + cluster, "spoke-" + cluster
+	if _, err := h.WaitApp(ctx, appOfApps, "generated", 3*time.Minute, func(e2e.AppState) bool { return true }); err != nil {
+		return err
+	}
+	say("%s appeared %s after the commit (spokeforge-clusters ApplicationSet, from the record); it syncs the cluster Secret and %s", appOfApps, time.Since(committed).Round(100*time.Millisecond), app)
+	if _, err := h.WaitApp(ctx, app, "Synced", 5*time.Minute, func(s e2e.AppState) bool { return s.Sync == "Synced" }); err != nil {
+		return err
+	}
+	say("%s synced %s after the commit: the spokeforge plugin rendered clusters/%s onto the spoke, wave by wave; starting the spoke's agent against the fake AWS account", app, time.Since(committed).Round(100*time.Millisecond), cluster)
 	agent, err := spoke.StartAgent(ctx, 10*time.Second)
 	if err != nil {
 		return err
 	}
-	if _, err := h.ArgoCD(ctx, "app", "wait", app, "--health", "--timeout", "120"); err != nil {
+	if _, err := h.ArgoCD(ctx, "app", "wait", app, "--health", "--timeout", "240"); err != nil {
 		return err
 	}
-	say("Healthy %s after the commit: every onboarding contract holds", time.Since(syncStart).Round(100*time.Millisecond))
-	if _, err := h.ArgoCD(ctx, "app", "set", app, "--sync-policy", "automated", "--self-heal", "--auto-prune"); err != nil {
-		return err
-	}
+	say("Healthy %s after the commit: every onboarding contract holds", time.Since(committed).Round(100*time.Millisecond))
 	list, err := h.ArgoCD(ctx, "app", "list")
 	if err != nil {
 		return err
@@ -117,9 +146,12 @@ Try:
   env %s \
     %s check %s --kubeconfig %s \
     --certificate %s --private-key %s   # the contracts, as from a laptop
-Argo CD reconciles every 10 s. The spoke runs the real cert-manager and External Secrets
-Operator; it has no kubelet: a stand-in writes Deployment status (see test/e2e/controllers.go),
-and the harness runs the credentials and agent containers as processes.
+Argo CD reconciles every 10 s; the generator reads the repo every 5 s and the ApplicationSets
+ask it every 60 s. gpu-west-2's record has no API server here: its spoke Application says its
+cluster is unknown, which is what a record whose cluster is not registered looks like. The spoke
+runs the real cert-manager and External Secrets Operator; it has no kubelet: a stand-in writes
+Deployment status (see test/e2e/controllers.go), and the harness runs the credentials and agent
+containers as processes. The hub's External Secrets is a stand-in too (test/e2e/register.go).
 Press Ctrl-C to stop and clean up.
 `, list, h.ServerAddr, app, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work,
 		strings.Join(agent.AWSEnv, " "), h.Spokeforge, filepath.Join(repo.Work, "clusters", "gpu-east-1"), h.Spoke.Kubeconfig,

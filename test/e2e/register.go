@@ -1,0 +1,58 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// RegisterSpokeAs makes the harness spoke the Argo CD cluster name on the hub, as the hub's
+// External Secrets would from the ExternalSecret cluster-<name> that the hub render makes
+// for the record: the Secret cluster-<name> (cluster type, the record's labels) holding the
+// spoke's URL, token and CA. The hub has no Secrets Manager, so the harness writes the Secret,
+// installs External Secrets' CRDs on the hub, and answers for the ExternalSecret with a stand-in
+// (StartStandInControllers) until ctx ends.
+func (h *Hub) RegisterSpokeAs(ctx context.Context, name string, labels map[string]string) error {
+	esoDir, err := ModuleDir(ExternalSecretsMod)
+	if err != nil {
+		return err
+	}
+	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml")); err != nil {
+		return err
+	}
+	StartStandInControllers(ctx, h.Hub, "ExternalSecret")
+	cfg, err := json.Marshal(map[string]any{
+		"bearerToken":     h.Spoke.Token,
+		"tlsClientConfig": map[string]any{"insecure": false, "caData": base64.StdEncoding.EncodeToString(h.Spoke.CAData)},
+	})
+	if err != nil {
+		return err
+	}
+	ls := map[string]string{"argocd.argoproj.io/secret-type": "cluster", "spokeforge.io/cluster": name}
+	for k, v := range labels {
+		ls[k] = v
+	}
+	lb, err := json.Marshal(ls)
+	if err != nil {
+		return err
+	}
+	// The spoke by another name than the harness's "spoke" cluster: Argo CD keys clusters by URL.
+	url := strings.Replace(h.Spoke.URL, "https://127.0.0.1:", "https://localhost:", 1)
+	_, err = h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: v1
+kind: Secret
+metadata:
+  name: cluster-%[1]s
+  namespace: %[2]s
+  labels: %[3]s
+stringData:
+  name: %[1]s
+  server: %[4]s
+  config: '%[5]s'
+`, name, ArgoCDNamespace, lb, url, cfg))
+	return err
+}
