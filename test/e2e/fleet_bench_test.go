@@ -433,11 +433,7 @@ func renderSpoke(ctx context.Context, t *testing.T, h *Hub, recordDir, sourcePat
 	t.Helper()
 	cmd := exec.CommandContext(ctx, h.Spokeforge, "render")
 	cmd.Dir = recordDir
-	sidecar, err := sidecarEnv(h.opts.RepoRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = append(append(os.Environ(), sidecar...), "ARGOCD_APP_SOURCE_PATH="+sourcePath, "KUBE_API_VERSIONS=v1,apps/v1,external-secrets.io/v1")
+	cmd.Env = append(append(os.Environ(), h.sidecarEnv...), "ARGOCD_APP_SOURCE_PATH="+sourcePath, "KUBE_API_VERSIONS=v1,apps/v1,external-secrets.io/v1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -146,12 +146,14 @@ type Hub struct {
 	// the tarballs and their metadata, in gRPC frames.
 	PluginBytes atomic.Int64
 
-	opts     Options
-	mu       sync.Mutex
-	procs    []*Process
-	stoppers []func() // run first by Stop, for what runs in this process (a fake AWS account)
-	stopOnce sync.Once
-	keep     bool
+	opts Options
+	// sidecarEnv: the spokeforge container's env in manifests/cmp, read once at start.
+	sidecarEnv []string
+	mu         sync.Mutex
+	procs      []*Process
+	stoppers   []func() // run first by Stop, for what runs in this process (a fake AWS account)
+	stopOnce   sync.Once
+	keep       bool
 }
 
 // onStop runs f when the hub stops, before its processes end.
@@ -502,11 +504,10 @@ func (h *Hub) start(ctx context.Context) error {
 			return err
 		}
 	}
-	sidecar, err := sidecarEnv(h.opts.RepoRoot)
-	if err != nil {
+	if h.sidecarEnv, err = sidecarEnv(h.opts.RepoRoot); err != nil {
 		return err
 	}
-	cmpEnv := append(append(slices.Clone(common), sidecar...), "ARGOCD_CMP_WORKDIR="+cmpWork, "ARGOCD_PLUGINSOCKFILEPATH="+cmpSockDir)
+	cmpEnv := append(append(slices.Clone(common), h.sidecarEnv...), "ARGOCD_CMP_WORKDIR="+cmpWork, "ARGOCD_PLUGINSOCKFILEPATH="+cmpSockDir)
 	cmp, err := h.run(procSpec{name: "argocd-cmp-server", path: link("argocd-cmp-server"),
 		args: []string{"--config-dir-path", cmpDir, "--loglevel", "debug"},
 		env:  cmpEnv, dir: cmpWork})

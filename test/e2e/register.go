@@ -56,3 +56,18 @@ stringData:
 `, name, ArgoCDNamespace, lb, url, cfg))
 	return err
 }
+
+// ApplyOrgProject creates the AppProject org-<org> as the projects render makes it for an org
+// whose allowlist names cluster: sources anywhere, destinations the management cluster and
+// cluster, Namespaces the one cluster-scoped kind. Zone and workload Applications go through it.
+func (h *Hub) ApplyOrgProject(ctx context.Context, org, cluster string) error {
+	_, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: org-%[1]s, namespace: %[2]s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}, {name: %[3]s, namespace: '*'}]
+  clusterResourceWhitelist: [{group: '', kind: Namespace}]
+`, org, ArgoCDNamespace, cluster))
+	return err
+}

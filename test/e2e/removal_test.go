@@ -95,14 +95,7 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: AppProject
-metadata: {name: org-acme, namespace: %[1]s}
-spec:
-  sourceRepos: ['*']
-  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}, {name: %[2]s, namespace: '*'}]
-  clusterResourceWhitelist: [{group: '', kind: Namespace}]
-`, ArgoCDNamespace, exampleSpoke)); err != nil {
+	if err := h.ApplyOrgProject(ctx, "acme", exampleSpoke); err != nil {
 		t.Fatal(err)
 	}
 

@@ -91,16 +91,8 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The org's AppProject, as the projects render makes it (docs/cmp.md): its zone and
-	// workload Applications go through it.
-	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
-kind: AppProject
-metadata: {name: org-acme, namespace: %[1]s}
-spec:
-  sourceRepos: ['*']
-  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}, {name: %[2]s, namespace: '*'}]
-  clusterResourceWhitelist: [{group: '', kind: Namespace}]
-`, e2e.ArgoCDNamespace, cluster)); err != nil {
+	// The org's AppProject, as the projects render makes it (docs/cmp.md).
+	if err := h.ApplyOrgProject(ctx, "acme", cluster); err != nil {
 		return err
 	}
 	say("committed %s to %s; starting the spokeforge generator and the two example ApplicationSets", e2e.ExampleRepo, repo.URL)
