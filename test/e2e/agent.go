@@ -56,6 +56,9 @@ type SpokeOptions struct {
 	ApproveManually bool
 	// AWS is an account the test started already; StartSpoke provisions the record into it.
 	AWS *awsfake.Server
+	// Cluster is the spoke's API server; default the hub's spoke (Hub.Spoke), else one
+	// StartCluster started.
+	Cluster *Cluster
 }
 
 // StartSpoke readies the spoke for the cluster record in recordDir before its Application
@@ -82,7 +85,7 @@ func (h *Hub) StartSpoke(ctx context.Context, recordDir string, o SpokeOptions) 
 		}
 		h.onStop(func() { _ = fake.Close() })
 	}
-	sc, err := h.StartSpokeControllers(ctx, SpokeControllerOptions{AWSURL: url, ApproveManually: o.ApproveManually})
+	sc, err := h.StartSpokeControllers(ctx, SpokeControllerOptions{AWSURL: url, ApproveManually: o.ApproveManually, Cluster: o.Cluster})
 	if err != nil {
 		return nil, err
 	}
@@ -94,19 +97,19 @@ func (h *Hub) StartSpoke(ctx context.Context, recordDir string, o SpokeOptions) 
 		return nil, err
 	}
 	for _, g := range onboarding.SpecFor(e.Cluster, e.Names).GPUNodes {
-		if err := registerNode(ctx, h.Spoke, g.Node, g.Product, g.Count, g.MIGStrategy); err != nil {
+		if err := registerNode(ctx, sc.c, g.Node, g.Product, g.Count, g.MIGStrategy); err != nil {
 			return nil, err
 		}
 	}
 	return &Spoke{SpokeControllers: sc, Cluster: e.Cluster.Metadata.Name, AWS: fake, AWSURL: url,
-		AWSEnv: fakeAWSEnv(url, spec.Region), StandIns: StartStandInControllers(ctx, h.Spoke, "Deployment"), h: h}, nil
+		AWSEnv: fakeAWSEnv(url, spec.Region), StandIns: StartStandInControllers(ctx, sc.c, "Deployment"), h: h}, nil
 }
 
 // StartAgent runs `spokeforge agent` once the spoke Application delivered the Onboarding, with
 // the workload certificate cert-manager issued and exactly the rendered agent RBAC (it
 // impersonates the agent's ServiceAccount).
 func (s *Spoke) StartAgent(ctx context.Context, interval time.Duration) (*SpokeAgent, error) {
-	if _, err := s.h.Spoke.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", s.Cluster); err != nil {
+	if _, err := s.c.Get(ctx, "spokeforge.io/v1alpha1", "Onboarding", "", s.Cluster); err != nil {
 		return nil, fmt.Errorf("Onboarding %s on the spoke (sync the spoke Application first): %w", s.Cluster, err)
 	}
 	crt, key, err := s.IdentityFiles(ctx)
@@ -114,7 +117,7 @@ func (s *Spoke) StartAgent(ctx context.Context, interval time.Duration) (*SpokeA
 		return nil, err
 	}
 	sa := &SpokeAgent{AWSURL: s.AWSURL, AWSEnv: s.AWSEnv}
-	sa.Agent, sa.MetricsAddr, err = s.h.runAgent(ctx, s.Cluster, interval, crt, key, sa.AWSEnv)
+	sa.Agent, sa.MetricsAddr, err = s.h.runAgent(ctx, s.c, s.Cluster, interval, crt, key, sa.AWSEnv)
 	return sa, err
 }
 
@@ -125,10 +128,11 @@ func fakeAWSEnv(url, region string) []string {
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}
 }
 
-// runAgent starts `spokeforge agent` for the Onboarding cluster with exactly the rendered agent
-// RBAC (it impersonates the agent's ServiceAccount) and waits for its metrics endpoint.
-func (h *Hub) runAgent(ctx context.Context, cluster string, interval time.Duration, crt, key string, env []string) (*Process, string, error) {
-	kubeconfig, err := impersonatingKubeconfig(h, AgentServiceAccount)
+// runAgent starts `spokeforge agent` on spoke c for the Onboarding cluster with exactly the
+// rendered agent RBAC (it impersonates the agent's ServiceAccount) and waits for its metrics
+// endpoint.
+func (h *Hub) runAgent(ctx context.Context, c *Cluster, cluster string, interval time.Duration, crt, key string, env []string) (*Process, string, error) {
+	kubeconfig, err := impersonatingKubeconfigAt(c, AgentServiceAccount, filepath.Join(h.Dir, h.scoped(c, "agent")+".kubeconfig"))
 	if err != nil {
 		return nil, "", err
 	}
@@ -136,7 +140,7 @@ func (h *Hub) runAgent(ctx context.Context, cluster string, interval time.Durati
 	if err != nil {
 		return nil, "", err
 	}
-	p, err := h.run(procSpec{name: "spokeforge-agent", path: h.Spokeforge, args: []string{
+	p, err := h.run(procSpec{name: h.scoped(c, "spokeforge-agent"), path: h.Spokeforge, args: []string{
 		"agent", "--onboarding=" + cluster, "--interval=" + interval.String(), "--debounce=500ms", "--call-timeout=1s",
 		"--kubeconfig", kubeconfig, "--certificate", crt, "--private-key", key, "--metrics-addr", metricsAddr,
 	}, env: env})
@@ -168,21 +172,14 @@ func registerNode(ctx context.Context, c *Cluster, name, product string, count i
 	return nil
 }
 
-// impersonatingKubeconfig writes a copy of the spoke kubeconfig that acts as user.
-func impersonatingKubeconfig(h *Hub, user string) (string, error) {
-	return impersonatingKubeconfigAt(h, user, "agent.kubeconfig")
-}
-
-// impersonatingKubeconfigAt writes, as file in the hub's folder, a copy of the spoke kubeconfig
-// that acts as user.
-func impersonatingKubeconfigAt(h *Hub, user, file string) (string, error) {
-	cfg, err := clientcmd.LoadFromFile(h.Spoke.Kubeconfig)
+// impersonatingKubeconfigAt writes, as file, a copy of spoke c's kubeconfig that acts as user.
+func impersonatingKubeconfigAt(c *Cluster, user, file string) (string, error) {
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig)
 	if err != nil {
 		return "", err
 	}
 	for _, ai := range cfg.AuthInfos {
 		ai.Impersonate = user
 	}
-	path := filepath.Join(h.Dir, file)
-	return path, clientcmd.WriteToFile(*cfg, path)
+	return file, clientcmd.WriteToFile(*cfg, file)
 }

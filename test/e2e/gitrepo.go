@@ -33,6 +33,13 @@ func (h *Hub) NewGitRepo(name string, files map[string]string) (*GitRepo, error)
 	if err := gitRun(r.Work, "remote", "add", "origin", r.Bare); err != nil {
 		return nil, err
 	}
+	// An identity of the work tree's own: a user's `git commit` there (make demo's steps) works
+	// on a machine whose git knows no user.
+	for k, v := range map[string]string{"user.name": "spokeforge-e2e", "user.email": "e2e@spokeforge.invalid"} {
+		if err := gitRun(r.Work, "config", k, v); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.Commit("initial", files); err != nil {
 		return nil, err
 	}

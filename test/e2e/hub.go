@@ -149,6 +149,10 @@ type Hub struct {
 	opts Options
 	// sidecarEnv: the spokeforge container's env in manifests/cmp, read once at start.
 	sidecarEnv []string
+	// hubESO answers for the hub's ExternalSecrets once a test registers a spoke.
+	hubESO     *StandInControllers
+	hubESOErr  error
+	hubESOOnce sync.Once
 	mu         sync.Mutex
 	procs      []*Process
 	stoppers   []func() // run first by Stop, for what runs in this process (a fake AWS account)
@@ -450,7 +454,7 @@ func (h *Hub) start(ctx context.Context) error {
 
 	// Spoke CRDs in the background while the hub gets Argo CD.
 	spokeDone := make(chan error, 1)
-	go func() { spokeDone <- h.setupSpoke(ctx) }()
+	go func() { spokeDone <- h.setupSpoke(ctx, h.Spoke) }()
 	if err := h.setupHub(ctx); err != nil {
 		return err
 	}
@@ -843,7 +847,7 @@ func installedArgoCDConfigMap(dir string) (map[string]string, error) {
 }
 
 // setupSpoke installs the CRDs of cert-manager, External Secrets and NFD on the spoke.
-func (h *Hub) setupSpoke(ctx context.Context) error {
+func (h *Hub) setupSpoke(ctx context.Context, c *Cluster) error {
 	if h.opts.SkipSpokeCRDs {
 		return nil
 	}
@@ -863,10 +867,37 @@ func (h *Hub) setupSpoke(ctx context.Context) error {
 		}
 		files = append(files, m...)
 	}
-	if err := h.Spoke.ApplyFiles(ctx, files...); err != nil {
+	if err := c.ApplyFiles(ctx, files...); err != nil {
 		return fmt.Errorf("spoke CRDs: %w", err)
 	}
 	return nil
+}
+
+// StartCluster starts one more spoke API server, name, beside the hub's (its own etcd prefix,
+// the spoke CRDs installed), for a test or the demo that onboards a second cluster. Argo CD does
+// not know it until a cluster Secret names its URL; it stops with the hub.
+func (h *Hub) StartCluster(ctx context.Context, name string) (*Cluster, error) {
+	if name == "" || name == h.Hub.Name || name == h.Spoke.Name {
+		return nil, fmt.Errorf("cluster name %q is taken", name)
+	}
+	ports, err := hubPorts([]string{"kube-apiserver-" + name}, h.LogDir)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{Name: name, dir: filepath.Join(h.Dir, name), port: ports[0], etcdURL: h.EtcdURL, etcdPrefx: "/" + name}
+	if err := h.startAPIServer(ctx, c); err != nil {
+		return nil, err
+	}
+	return c, h.setupSpoke(ctx, c)
+}
+
+// scoped is name for the hub's own spoke, and name-CLUSTER for any other: the processes and files
+// of a second spoke's controllers stand beside the first one's.
+func (h *Hub) scoped(c *Cluster, name string) string {
+	if c == h.Spoke {
+		return name
+	}
+	return name + "-" + c.Name
 }
 
 // waitClusterKnown waits until argocd-server lists the spoke cluster.

@@ -127,7 +127,7 @@ func TestOnboarding(t *testing.T) {
 	}
 	awsEnv := spoke.AWSEnv
 	agentStart := time.Now()
-	agentProc, metricsAddr, err := h.runAgent(ctx, "e2e-gpu", 5*time.Second, crt, key, awsEnv)
+	agentProc, metricsAddr, err := h.runAgent(ctx, h.Spoke, "e2e-gpu", 5*time.Second, crt, key, awsEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,17 +15,13 @@ import (
 // External Secrets would from the ExternalSecret cluster-<name> that the hub render makes
 // for the record: the Secret cluster-<name> (cluster type, the record's labels) holding the
 // spoke's URL, token and CA. The hub has no Secrets Manager, so the harness writes the Secret,
-// installs External Secrets' CRDs on the hub, and answers for the ExternalSecret with a stand-in
-// (StartStandInControllers) until ctx ends.
+// and the hub's stand-in External Secrets (hubExternalSecrets) answers for the ExternalSecret.
+// The record's connection.server is not the harness spoke's: ServeClusterCredentials is the
+// path for a record that names its spoke's URL.
 func (h *Hub) RegisterSpokeAs(ctx context.Context, name string, labels map[string]string) error {
-	esoDir, err := ModuleDir(ExternalSecretsMod)
-	if err != nil {
+	if _, err := h.hubExternalSecrets(ctx); err != nil {
 		return err
 	}
-	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml")); err != nil {
-		return err
-	}
-	StartStandInControllers(ctx, h.Hub, "ExternalSecret")
 	cfg, err := json.Marshal(map[string]any{
 		"bearerToken":     h.Spoke.Token,
 		"tlsClientConfig": map[string]any{"insecure": false, "caData": base64.StdEncoding.EncodeToString(h.Spoke.CAData)},
@@ -70,4 +66,35 @@ spec:
   clusterResourceWhitelist: [{group: '', kind: Namespace}]
 `, org, ArgoCDNamespace, cluster))
 	return err
+}
+
+// hubExternalSecrets installs External Secrets' CRDs on the hub and starts, once per hub, the
+// stand-in that answers for the hub's ExternalSecrets (StandInControllers) until ctx ends.
+func (h *Hub) hubExternalSecrets(ctx context.Context) (*StandInControllers, error) {
+	h.hubESOOnce.Do(func() {
+		esoDir, err := ModuleDir(ExternalSecretsMod)
+		if err == nil {
+			err = h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml"))
+		}
+		if err != nil {
+			h.hubESOErr = err
+			return
+		}
+		h.hubESO = StartStandInControllers(ctx, h.Hub, "ExternalSecret")
+	})
+	return h.hubESO, h.hubESOErr
+}
+
+// ServeClusterCredentials puts spoke c's credentials into the hub's secret store (the stand-in's)
+// under key, as a platform team stores a cluster's Argo CD credentials in the hub Secrets Manager
+// for the record's bearerToken connection (docs/install.md): caData and bearerToken. The cluster
+// Secret then appears only when the record's app-of-apps syncs its ExternalSecret, with the
+// server the record names.
+func (h *Hub) ServeClusterCredentials(ctx context.Context, key string, c *Cluster) error {
+	s, err := h.hubExternalSecrets(ctx)
+	if err != nil {
+		return err
+	}
+	s.Serve(key, map[string]string{"caData": string(c.CAData), "bearerToken": c.Token})
+	return nil
 }

@@ -22,6 +22,7 @@ var expectedSeconds = map[string]int{
 	"TestGenerator":             400,
 	"TestHostileRecord":         350,
 	"TestUIContracts":           250,
+	"TestAddCluster":            220,
 	"TestContractsBreakForReal": 200,
 	"TestOnboarding":            180,
 	"TestFleetCommit":           150,

@@ -60,6 +60,8 @@ type SpokeControllerOptions struct {
 	AWSURL string
 	// ApproveManually runs cert-manager without its internal approver; the harness approves.
 	ApproveManually bool
+	// Cluster is the spoke they run against; default the hub's spoke (Hub.Spoke).
+	Cluster *Cluster
 }
 
 // SpokeControllers are the spoke's cert-manager and External Secrets Operator.
@@ -73,6 +75,7 @@ type SpokeControllers struct {
 	CertManager, ExternalSecrets *Process
 
 	h    *Hub
+	c    *Cluster
 	opts SpokeControllerOptions
 
 	mu          sync.Mutex
@@ -93,30 +96,34 @@ func (h *Hub) StartSpokeControllers(ctx context.Context, o SpokeControllerOption
 			return nil, fmt.Errorf("%s missing in %s: %s", b, h.BinDir, installHint)
 		}
 	}
-	s := &SpokeControllers{h: h, opts: o, deny: map[string]string{}, decided: map[string]bool{},
-		IdentityDir: filepath.Join(h.Dir, "identity")}
+	c := o.Cluster
+	if c == nil {
+		c = h.Spoke
+	}
+	s := &SpokeControllers{h: h, c: c, opts: o, deny: map[string]string{}, decided: map[string]bool{},
+		IdentityDir: filepath.Join(h.Dir, h.scoped(c, "identity"))}
 	if err := os.MkdirAll(s.IdentityDir, 0o700); err != nil {
 		return nil, err
 	}
 	if err := s.createIssuer(ctx); err != nil {
 		return nil, err
 	}
-	args := []string{"--kubeconfig", h.Spoke.Kubeconfig, "--v=2"}
+	args := []string{"--kubeconfig", c.Kubeconfig, "--v=2"}
 	if o.ApproveManually {
 		args = append(args, "--controllers=*,-certificaterequests-approver")
 	}
 	var err error
-	if s.CertManager, err = h.run(procSpec{name: "cert-manager", path: h.bin("cert-manager-controller"), args: args}); err != nil {
+	if s.CertManager, err = h.run(procSpec{name: h.scoped(c, "cert-manager"), path: h.bin("cert-manager-controller"), args: args}); err != nil {
 		return nil, err
 	}
 	// ESO reads its kubeconfig from KUBECONFIG (its cobra root does not expose --kubeconfig). The
 	// metrics listener is off: parallel hubs would fight over its fixed port (its webhook server is
 	// configured but never started by the root command).
-	if s.ExternalSecrets, err = h.run(procSpec{name: "external-secrets", path: h.bin("external-secrets"),
+	if s.ExternalSecrets, err = h.run(procSpec{name: h.scoped(c, "external-secrets"), path: h.bin("external-secrets"),
 		args: []string{"--metrics-addr=0", "--loglevel=debug", "--concurrent=2",
 			"--enable-push-secret-reconciler=false", "--enable-cluster-push-secret-reconciler=false",
 			"--enable-cluster-external-secret-reconciler=false"},
-		env: []string{"KUBECONFIG=" + h.Spoke.Kubeconfig, "AWS_SECRETSMANAGER_ENDPOINT=" + o.AWSURL,
+		env: []string{"KUBECONFIG=" + c.Kubeconfig, "AWS_SECRETSMANAGER_ENDPOINT=" + o.AWSURL,
 			"AWS_STS_ENDPOINT=" + o.AWSURL, "AWS_ECR_ENDPOINT=" + o.AWSURL, "AWS_EC2_METADATA_DISABLED=true",
 			"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null",
 			// AWS SDK v1 refuses a custom CA bundle unless the HTTP client's transport is an
@@ -126,7 +133,7 @@ func (h *Hub) StartSpokeControllers(ctx context.Context, o SpokeControllerOption
 	}
 	// cert-manager marks the ClusterIssuer Ready once it has read the CA: the controller is up.
 	if err := waitFor(ctx, s.CertManager, "ClusterIssuer "+IssuerName+" Ready", 2*time.Minute, func(ctx context.Context) error {
-		u, err := h.Spoke.Get(ctx, "cert-manager.io/v1", "ClusterIssuer", "", IssuerName)
+		u, err := c.Get(ctx, "cert-manager.io/v1", "ClusterIssuer", "", IssuerName)
 		if err != nil {
 			return err
 		}
@@ -170,11 +177,11 @@ func (s *SpokeControllers) createIssuer(ctx context.Context) error {
 		return err
 	}
 	crtPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	s.CAFile = filepath.Join(s.h.Dir, "platform-ca.crt")
+	s.CAFile = filepath.Join(s.h.Dir, s.h.scoped(s.c, "platform-ca")+".crt")
 	if err := os.WriteFile(s.CAFile, crtPEM, 0o600); err != nil {
 		return err
 	}
-	_, err = s.h.Spoke.Client.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{
+	_, err = s.c.Client.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: IssuerName, Namespace: "kube-system"},
 		Type:       corev1.SecretTypeTLS,
 		Data: map[string][]byte{corev1.TLSCertKey: crtPEM, "ca.crt": crtPEM,
@@ -183,7 +190,7 @@ func (s *SpokeControllers) createIssuer(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("CA Secret: %w", err)
 	}
-	_, err = s.h.Spoke.Apply(ctx, `apiVersion: cert-manager.io/v1
+	_, err = s.c.Apply(ctx, `apiVersion: cert-manager.io/v1
 kind: ClusterIssuer
 metadata:
   name: `+IssuerName+`
@@ -213,7 +220,7 @@ func (s *SpokeControllers) Denied() int {
 // Certificate is marked by DenyNext.
 func (s *SpokeControllers) approver(ctx context.Context) {
 	for ctx.Err() == nil {
-		list, err := s.h.Spoke.Dynamic.Resource(certificateRequests).List(ctx, metav1.ListOptions{})
+		list, err := s.c.Dynamic.Resource(certificateRequests).List(ctx, metav1.ListOptions{})
 		if err == nil {
 			for i := range list.Items {
 				s.decide(ctx, &list.Items[i])
@@ -249,7 +256,7 @@ func (s *SpokeControllers) decide(ctx context.Context, cr *unstructured.Unstruct
 	if err := unstructured.SetNestedSlice(cr.Object, conds, "status", "conditions"); err != nil {
 		return
 	}
-	if _, err := s.h.Spoke.Dynamic.Resource(certificateRequests).Namespace(cr.GetNamespace()).UpdateStatus(ctx, cr,
+	if _, err := s.c.Dynamic.Resource(certificateRequests).Namespace(cr.GetNamespace()).UpdateStatus(ctx, cr,
 		metav1.UpdateOptions{FieldManager: "approver-policy"}); err != nil {
 		return // a conflict: decided on the next pass
 	}
@@ -267,7 +274,7 @@ func (s *SpokeControllers) decide(ctx context.Context, cr *unstructured.Unstruct
 func (s *SpokeControllers) kubelet(ctx context.Context) {
 	var have []byte
 	for ctx.Err() == nil {
-		sec, err := s.h.Spoke.Client.CoreV1().Secrets(spokeforgeNamespace).Get(ctx, IdentitySecret, metav1.GetOptions{})
+		sec, err := s.c.Client.CoreV1().Secrets(spokeforgeNamespace).Get(ctx, IdentitySecret, metav1.GetOptions{})
 		if err == nil && len(sec.Data[corev1.TLSCertKey]) > 0 && !bytes.Equal(sec.Data[corev1.TLSCertKey], have) {
 			if err := s.mount(sec); err == nil {
 				have = sec.Data[corev1.TLSCertKey]
@@ -321,7 +328,7 @@ func (s *SpokeControllers) credentialsProcess() *Process {
 // startCredentials runs the credentials Deployment's container as the kubelet would: its args,
 // its ServiceAccount, its Secret volume at IdentityDir, and the fake Roles Anywhere endpoint.
 func (s *SpokeControllers) startCredentials(ctx context.Context) (*Process, error) {
-	d, err := s.h.Spoke.Client.AppsV1().Deployments(spokeforgeNamespace).Get(ctx, credentialsDeploy, metav1.GetOptions{})
+	d, err := s.c.Client.AppsV1().Deployments(spokeforgeNamespace).Get(ctx, credentialsDeploy, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -347,12 +354,12 @@ func (s *SpokeControllers) startCredentials(ctx context.Context) (*Process, erro
 		args = append(args, a)
 	}
 	sa := "system:serviceaccount:" + spokeforgeNamespace + ":" + pod.ServiceAccountName
-	kubeconfig, err := impersonatingKubeconfigAt(s.h, sa, "credentials.kubeconfig")
+	kubeconfig, err := impersonatingKubeconfigAt(s.c, sa, filepath.Join(s.h.Dir, s.h.scoped(s.c, "credentials")+".kubeconfig"))
 	if err != nil {
 		return nil, err
 	}
 	args = append(args, "--endpoint="+s.opts.AWSURL, "--kubeconfig="+kubeconfig, "--retry-max=10s")
-	return s.h.run(procSpec{name: "spokeforge-credentials", path: s.h.Spokeforge, args: args,
+	return s.h.run(procSpec{name: s.h.scoped(s.c, "spokeforge-credentials"), path: s.h.Spokeforge, args: args,
 		env: []string{"AWS_EC2_METADATA_DISABLED=true", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"}})
 }
 

@@ -80,22 +80,23 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// hub-local's spoke is the hub itself: its contracts would need a second agent on this
-	// 2-core machine. gpu-west-2 stays: a record whose cluster has no API server here.
+	// hub-local's spoke is the hub itself: its contracts would need another agent on this
+	// 2-core machine (and acme's allowlist drops it). gpu-west-2 stays: a record whose cluster
+	// has no API server here.
 	for p := range files {
 		if strings.HasPrefix(p, "clusters/hub-local/") {
 			delete(files, p)
 		}
 	}
+	files["orgs/acme.yaml"] = e2e.DemoOrgFile
 	repo, err := h.NewGitRepo("gitops", files)
 	if err != nil {
 		return err
 	}
-	// The org's AppProject, as the projects render makes it (docs/cmp.md).
-	if err := h.ApplyOrgProject(ctx, "acme", cluster); err != nil {
+	say("committed %s to %s; starting the spokeforge generator, the two example ApplicationSets and the org projects' Application", e2e.ExampleRepo, repo.URL)
+	if err := h.InstallProjectsApp(ctx, repo.URL); err != nil {
 		return err
 	}
-	say("committed %s to %s; starting the spokeforge generator and the two example ApplicationSets", e2e.ExampleRepo, repo.URL)
 	committed := time.Now()
 	gen, err := h.StartGenerator(ctx, repo.URL)
 	if err != nil {
@@ -121,6 +122,12 @@ func run(ctx context.Context) error {
 		return err
 	}
 	say("Healthy %s after the commit: every onboarding contract holds", time.Since(committed).Round(100*time.Millisecond))
+	say("starting a second spoke API server for the \"add a cluster\" step, with its controllers and its Argo CD credentials in the hub's secret store")
+	add, err := h.PrepareAddCluster(ctx, repo.Work)
+	if err != nil {
+		return err
+	}
+	go followAddedCluster(ctx, h, add)
 	list, err := h.ArgoCD(ctx, "app", "list")
 	if err != nil {
 		return err
@@ -144,11 +151,54 @@ cluster is unknown, which is what a record whose cluster is not registered looks
 runs the real cert-manager and External Secrets Operator; it has no kubelet: a stand-in writes
 Deployment status (see test/e2e/controllers.go), and the harness runs the credentials and agent
 containers as processes. The hub's External Secrets is a stand-in too (test/e2e/register.go).
+
+Add a cluster: a second spoke API server is up at %s and knows nothing yet. Paste these lines
+into a shell to commit its record and push (the record's connection.server is that API server):
+
+%s
+Within about a minute registry-%s appears, its ExternalSecret makes the cluster Secret, and
+spoke-%s syncs and turns Healthy (this window says when); argocd app get spoke-%s tells
+the first failed boundary if it does not.
+
 Press Ctrl-C to stop and clean up.
 `, list, h.ServerAddr, app, argocd, h.ServerAddr, app, argocd, h.ServerAddr, app, h.Spoke.Kubeconfig, repo.Work,
 		strings.Join(agent.AWSEnv, " "), h.Spokeforge, filepath.Join(repo.Work, "clusters", "gpu-east-1"), h.Spoke.Kubeconfig,
-		filepath.Join(spoke.IdentityDir, "tls.crt"), filepath.Join(spoke.IdentityDir, "tls.key"))
+		filepath.Join(spoke.IdentityDir, "tls.crt"), filepath.Join(spoke.IdentityDir, "tls.key"),
+		add.Cluster.URL, add.Steps, add.Name, add.Name, add.Name)
 	<-ctx.Done()
 	say("stopping")
 	return nil
+}
+
+// followAddedCluster reports the added cluster's progress once its record is pushed: its
+// app-of-apps appearing, its agent starting when the spoke Application delivered the Onboarding,
+// then its health, or the first failed boundary that Argo CD reports.
+func followAddedCluster(ctx context.Context, h *e2e.Hub, add *e2e.AddCluster) {
+	appOfApps, app := "registry-"+add.Name, "spoke-"+add.Name
+	for {
+		if _, err := h.App(ctx, appOfApps); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+	}
+	say("%s appeared: the spokeforge-clusters ApplicationSet made it from the pushed record", appOfApps)
+	if _, err := add.StartAgentWhenSynced(ctx, 10*time.Second); err != nil {
+		if ctx.Err() == nil {
+			say("%s: the agent did not start: %v", add.Name, err)
+		}
+		return
+	}
+	say("%s synced onto the second spoke; its agent runs", app)
+	if _, err := h.ArgoCD(ctx, "app", "wait", app, "--health", "--timeout", "600"); err != nil {
+		if ctx.Err() == nil {
+			st, _ := h.App(ctx, app)
+			say("%s not Healthy after 10 min: %s (%s)", app, st.Health, st.HealthMessage)
+		}
+		return
+	}
+	say("%s Healthy: every onboarding contract of %s holds", app, add.Name)
 }
