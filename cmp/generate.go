@@ -158,7 +158,7 @@ func renderOptions(mode string, getenv Env) (string, render.Options, error) {
 	if err != nil && mode != ModeProjects {
 		return "", render.Options{}, err
 	}
-	for _, k := range []string{"SPOKEFORGE_IMAGE", "ARGOCD_ENV_SPOKEFORGE_IMAGE", "ARGOCD_ENV_ARGOCD_NAMESPACE", "ARGOCD_ENV_HUB_SECRET_STORE", "ARGOCD_ENV_SPOKEFORGE_MODE",
+	for _, k := range []string{"SPOKEFORGE_IMAGE", "ARGOCD_ENV_SPOKEFORGE_IMAGE", "ARGOCD_ENV_ARGOCD_NAMESPACE", "ARGOCD_ENV_HUB_SECRET_STORE", "ARGOCD_ENV_SPOKEFORGE_MODE", "ARGOCD_ENV_INVENTORY_NAMESPACE", "SPOKEFORGE_INVENTORY_NAMESPACE",
 		"ARGOCD_APP_SOURCE_REPO_URL", "ARGOCD_APP_SOURCE_TARGET_REVISION", "ARGOCD_APP_SOURCE_PATH"} {
 		if _, _, bad := record.ControlChar(getenv(k)); bad {
 			return "", render.Options{}, fmt.Errorf("%s holds a control or invisible character", k)
@@ -179,12 +179,23 @@ func renderOptions(mode string, getenv Env) (string, render.Options, error) {
 		TargetRevision: firstNonEmpty(getenv("ARGOCD_APP_SOURCE_TARGET_REVISION"), "HEAD"),
 		SourcePath:     getenv("ARGOCD_APP_SOURCE_PATH"),
 	}
+	if mode == ModeHub && render.ServesClusterProfile(getenv("KUBE_API_VERSIONS")) {
+		ns := firstNonEmpty(getenv("ARGOCD_ENV_INVENTORY_NAMESPACE"), getenv("SPOKEFORGE_INVENTORY_NAMESPACE"), opts.ArgoNamespace)
+		if !namespaceName.MatchString(ns) {
+			// A control character was refused above; anything else is not echoed either.
+			return "", render.Options{}, fmt.Errorf("the inventory namespace (ARGOCD_ENV_INVENTORY_NAMESPACE, or the sidecar's SPOKEFORGE_INVENTORY_NAMESPACE) is not a namespace name: lowercase letters, digits and '-', at most 63")
+		}
+		opts.InventoryNamespace = ns
+	}
 	if u, err := url.Parse(opts.RepoURL); err == nil && u.User != nil {
 		// Never copied into hub Applications, never repeated.
 		return "", render.Options{}, fmt.Errorf("ARGOCD_APP_SOURCE_REPO_URL carries user information: use Argo CD repository credentials instead")
 	}
 	return mode, opts, nil
 }
+
+// namespaceName is a Kubernetes namespace name (an RFC 1123 label).
+var namespaceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
 // imageRef is an image reference as container runtimes read it (optional
 // registry host and port, a lowercase repository path) with a tag or a digest:

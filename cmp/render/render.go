@@ -138,7 +138,7 @@ var Boundaries = func() []string {
 // hubWaves order the hub objects of a cluster: its cluster Secret first,
 // then the spoke Application, then workloads — which with the Application
 // health check means workloads wait until the spoke's contracts hold.
-var hubWaves = map[string]int{"hub-projects": 0, "hub-credentials": 0, "hub-spoke": 1, "hub-workloads": 2}
+var hubWaves = map[string]int{"hub-projects": 0, "hub-credentials": 0, "hub-inventory": 0, "hub-spoke": 1, "hub-workloads": 2}
 
 // Wave is the Argo CD sync wave of a boundary.
 func Wave(boundary string) int {
@@ -175,6 +175,10 @@ type Options struct {
 	HubSecretStore string
 	// RepoURL, TargetRevision and SourcePath locate the gitops repo for hub Applications.
 	RepoURL, TargetRevision, SourcePath string
+	// InventoryNamespace, when set, is where the hub render puts the cluster's ClusterProfile
+	// (multicluster.x-k8s.io/v1alpha1): set only when the hub serves that API
+	// (InventoryNamespaceFor).
+	InventoryNamespace string
 }
 
 // Object is one rendered object with the boundary it belongs to.
@@ -291,6 +295,7 @@ func Hub(e validate.ClusterEntry, o Options) ([]Object, error) {
 		"ESOVersion":            o.ESOVersion,
 		"ArgoNamespace":         o.ArgoNamespace,
 		"HubSecretStore":        o.HubSecretStore,
+		"InventoryNamespace":    o.InventoryNamespace,
 		"CredentialsKey":        e.Names.SecretPath + "/" + credKey,
 		"ClusterConfigTemplate": configTpl,
 		"Project":               project,
@@ -458,6 +463,22 @@ func Write(w io.Writer, objs []Object) error {
 		}
 	}
 	return nil
+}
+
+// ClusterProfileAPI is the cluster inventory API (SIG-Multicluster's ClusterProfile) the hub
+// render writes a profile of each cluster into, when the hub serves it.
+const ClusterProfileAPI = "multicluster.x-k8s.io/v1alpha1"
+
+// ServesClusterProfile says whether Argo CD's KUBE_API_VERSIONS (comma-separated group/versions)
+// holds ClusterProfileAPI. Without it the hub render makes no profile: an object of a kind the
+// hub does not serve would fail the app-of-apps' sync, and with it the spoke's.
+func ServesClusterProfile(kubeAPIVersions string) bool {
+	for _, v := range strings.Split(kubeAPIVersions, ",") {
+		if strings.TrimSpace(v) == ClusterProfileAPI {
+			return true
+		}
+	}
+	return false
 }
 
 // ESOVersionFor picks the External Secrets apiVersion the destination
