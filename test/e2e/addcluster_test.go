@@ -47,6 +47,30 @@ func TestAddCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cluster inventory API on the hub, from its module: each app-of-apps then also syncs its
+	// cluster's ClusterProfile (docs/inventory.md). Before any Application: Argo CD learns a CRD's
+	// kinds (what it passes renders as KUBE_API_VERSIONS) when it first syncs the cluster, which the
+	// first Application to it starts, or from the CRD's Added event; a CRD created during that first
+	// sync can miss both until the next full sync (ARGOCD_CLUSTER_CACHE_RESYNC_DURATION).
+	inv, err := ModuleDir(ClusterInventoryModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hub.ApplyFiles(ctx, filepath.Join(inv, "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, nil, "the ClusterProfile CRD Established", time.Minute, func(ctx context.Context) error {
+		crd, err := h.Hub.Get(ctx, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterprofiles.multicluster.x-k8s.io")
+		if err != nil {
+			return err
+		}
+		if st := conditionStatus(crd, "Established"); st != "True" {
+			return fmt.Errorf("Established=%q", st)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.InstallProjectsApp(ctx, repo.URL); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +150,21 @@ func TestAddCluster(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("destinations %v", dests)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Its profile in the inventory (Argo CD's namespace: no other is configured), owned by spokeforge.
+	if err := waitFor(ctx, nil, "ClusterProfile "+add.Name, 2*time.Minute, func(ctx context.Context) error {
+		p, err := h.Hub.Get(ctx, "multicluster.x-k8s.io/v1alpha1", "ClusterProfile", ArgoCDNamespace, add.Name)
+		if err != nil {
+			return err
+		}
+		manager, _, _ := unstructured.NestedString(p.Object, "spec", "clusterManager", "name")
+		display, _, _ := unstructured.NestedString(p.Object, "spec", "displayName")
+		if manager != "spokeforge" || display != add.Name || p.GetLabels()["x-k8s.io/cluster-manager"] != "spokeforge" {
+			t.Fatalf("ClusterProfile %s: %v", add.Name, p.Object)
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,11 @@ const (
 	CertManagerModule  = "github.com/cert-manager/cert-manager@v1.19.4"
 	ExternalSecretsMod = "github.com/external-secrets/external-secrets@v0.16.2"
 	NFDModule          = "sigs.k8s.io/node-feature-discovery@v0.17.3"
-	ArgoCDNamespace    = "argocd"
-	SpokeClusterName   = "spoke"
-	installHint        = "run hack/e2e/install.sh"
+	// ClusterInventoryModule holds the ClusterProfile CRD (multicluster.x-k8s.io/v1alpha1).
+	ClusterInventoryModule = "sigs.k8s.io/cluster-inventory-api@v0.1.0"
+	ArgoCDNamespace        = "argocd"
+	SpokeClusterName       = "spoke"
+	installHint            = "run hack/e2e/install.sh"
 	// HealthPatch is the argocd-cm patch with spokeforge's Lua health checks, repo-relative.
 	HealthPatch         = "manifests/argocd-cm/argocd-cm-health-patch.yaml"
 	argoCDAuthToken     = "x" // argocd-server runs with --disable-auth: any token goes
