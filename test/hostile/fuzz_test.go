@@ -35,6 +35,8 @@ func FuzzValidateMatchesRender(f *testing.F) {
 		vcode, vout, verr := run("validate", root)
 		t.Setenv("ARGOCD_APP_SOURCE_REPO_URL", "https://git.example.com/gitops.git")
 		t.Setenv("SPOKEFORGE_IMAGE", testImage)
+		// The hub serves the cluster inventory API: hub renders also make the ClusterProfile.
+		t.Setenv("KUBE_API_VERSIONS", "v1,external-secrets.io/v1,multicluster.x-k8s.io/v1alpha1")
 		renders := 0
 		for _, mode := range []string{"spoke", "hub"} {
 			code, out, errs := run("render", "--mode", mode, dir)
