@@ -83,9 +83,22 @@ func orgAllowing(clusters ...string) string {
 		strings.Join(clusters, ", ") + "]\n"
 }
 
-// DemoOrgFile is orgs/acme.yaml as the demo commits it: the example's allowlist without
-// hub-local, whose record the demo leaves out.
-var DemoOrgFile = orgAllowing("gpu-east-1")
+// DemoRepoFiles are the files the demo commits to its gitops repo (and TestAddCluster, which runs
+// its step): examples/gitops under root without hub-local, whose spoke is the hub itself, and
+// acme's allowlist without it.
+func DemoRepoFiles(root string) (map[string]string, error) {
+	files, err := RepoFiles(filepath.Join(root, ExampleRepo))
+	if err != nil {
+		return nil, err
+	}
+	for p := range files {
+		if strings.HasPrefix(p, "clusters/hub-local/") {
+			delete(files, p)
+		}
+	}
+	files["orgs/acme.yaml"] = orgAllowing("gpu-east-1")
+	return files, nil
+}
 
 // PrepareAddCluster readies the spoke of AddedCluster for a commit to the gitops work tree work:
 // its API server, controllers, nodes and AWS account, and its credentials in the hub's store.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,16 +32,10 @@ func TestAddCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	files, err := RepoFiles(filepath.Join(h.opts.RepoRoot, ExampleRepo))
+	files, err := DemoRepoFiles(h.opts.RepoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for p := range files {
-		if strings.HasPrefix(p, "clusters/hub-local/") {
-			delete(files, p)
-		}
-	}
-	files["orgs/acme.yaml"] = DemoOrgFile
 	repo, err := h.NewGitRepo("gitops", files)
 	if err != nil {
 		t.Fatal(err)

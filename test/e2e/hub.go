@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -746,10 +745,7 @@ func (h *Hub) setupHub(ctx context.Context) error {
 	if err := h.Hub.ensureNamespace(ctx, ArgoCDNamespace); err != nil {
 		return err
 	}
-	cfg, err := json.Marshal(map[string]any{
-		"bearerToken":     h.Spoke.Token,
-		"tlsClientConfig": map[string]any{"insecure": false, "caData": base64.StdEncoding.EncodeToString(h.Spoke.CAData)},
-	})
+	cfg, err := h.Spoke.argoCDConfig()
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,8 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -62,6 +64,14 @@ type Cluster struct {
 	port      int
 	etcdURL   string
 	etcdPrefx string
+}
+
+// argoCDConfig is the config of an Argo CD cluster Secret for c: its admin token and CA.
+func (c *Cluster) argoCDConfig() ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"bearerToken":     c.Token,
+		"tlsClientConfig": map[string]any{"insecure": false, "caData": base64.StdEncoding.EncodeToString(c.CAData)},
+	})
 }
 
 // writePEM writes PEM blocks to path.

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -22,10 +21,7 @@ func (h *Hub) RegisterSpokeAs(ctx context.Context, name string, labels map[strin
 	if _, err := h.hubExternalSecrets(ctx); err != nil {
 		return err
 	}
-	cfg, err := json.Marshal(map[string]any{
-		"bearerToken":     h.Spoke.Token,
-		"tlsClientConfig": map[string]any{"insecure": false, "caData": base64.StdEncoding.EncodeToString(h.Spoke.CAData)},
-	})
+	cfg, err := h.Spoke.argoCDConfig()
 	if err != nil {
 		return err
 	}

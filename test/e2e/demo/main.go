@@ -76,19 +76,12 @@ func run(ctx context.Context) error {
 	if err := h.RegisterSpokeAs(ctx, cluster, map[string]string{"gpu": "a100"}); err != nil {
 		return err
 	}
-	files, err := e2e.RepoFiles(filepath.Join(root, e2e.ExampleRepo))
+	// hub-local's spoke is the hub itself: its contracts would need another agent on this
+	// 2-core machine. gpu-west-2 stays: a record whose cluster has no API server here.
+	files, err := e2e.DemoRepoFiles(root)
 	if err != nil {
 		return err
 	}
-	// hub-local's spoke is the hub itself: its contracts would need another agent on this
-	// 2-core machine (and acme's allowlist drops it). gpu-west-2 stays: a record whose cluster
-	// has no API server here.
-	for p := range files {
-		if strings.HasPrefix(p, "clusters/hub-local/") {
-			delete(files, p)
-		}
-	}
-	files["orgs/acme.yaml"] = e2e.DemoOrgFile
 	repo, err := h.NewGitRepo("gitops", files)
 	if err != nil {
 		return err
