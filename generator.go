@@ -29,6 +29,9 @@ func generatorCmd(stderr io.Writer) *cobra.Command {
 		interval, probe      time.Duration
 		maxBody              int64
 		noHub                bool
+		inv                  generator.InventoryConfig
+		argoServer, argoTok  string
+		argoCA               string
 	)
 	cmd := &cobra.Command{
 		Use:   "generator",
@@ -64,15 +67,32 @@ hub's Argo CD cluster Secrets and Applications in --namespace. See docs/generato
 			defer stop()
 			go exitSoonAfter(ctx, log)
 			var hub generator.Hub
+			var dc dynamic.Interface
 			if !noHub {
-				kh, err := kubeHub(kubeconfig, g.App.ArgoNamespace, probe, log)
+				kh, d, err := kubeHub(kubeconfig, g.App.ArgoNamespace, probe, log)
 				if err != nil {
 					return err
 				}
 				go kh.Run(ctx)
-				hub = kh
+				hub, dc = kh, d
 			}
-			srv, err := generator.NewServer(generator.Config{TokenFile: tokenFile, MaxBodyBytes: maxBody, Log: log}, src, hub)
+			cfg := generator.Config{TokenFile: tokenFile, MaxBodyBytes: maxBody, Log: log}
+			if inv.Namespace != "" {
+				if dc == nil {
+					return fmt.Errorf("--inventory-namespace needs the hub: drop --no-hub")
+				}
+				if argoServer == "" {
+					return fmt.Errorf("--inventory-namespace needs --argocd-server: the profiles' status is read through it")
+				}
+				argo, err := generator.NewArgoCDAPI(argoServer, argoTok, argoCA)
+				if err != nil {
+					return err
+				}
+				inv.Log = log
+				cfg.Inventory = generator.NewInventory(inv, src, hub, argo, generator.NewKubeProfiles(ctx, dc, inv.Namespace))
+				go cfg.Inventory.Run(ctx)
+			}
+			srv, err := generator.NewServer(cfg, src, hub)
 			if err != nil {
 				return err
 			}
@@ -99,6 +119,13 @@ hub's Argo CD cluster Secrets and Applications in --namespace. See docs/generato
 	f.DurationVar(&probe, "hub-probe-interval", 10*time.Second, "how often the hub API server is checked")
 	f.BoolVar(&noHub, "no-hub", false, "run without the hub (kind: zones then answers 503)")
 	f.Int64Var(&maxBody, "max-body-bytes", generator.DefaultMaxBodyBytes, "largest request body accepted")
+	f.StringVar(&inv.Namespace, "inventory-namespace", "", "write the status of spokeforge's ClusterProfiles in this namespace (docs/inventory.md; empty: off)")
+	f.DurationVar(&inv.Interval, "inventory-interval", 15*time.Second, "how often every ClusterProfile status is recomputed")
+	f.DurationVar(&inv.OnboardingRefresh, "inventory-onboarding-refresh", time.Minute, "how often each spoke's Onboarding is read through argocd-server (and at once when its spoke Application's health changes)")
+	f.DurationVar(&inv.Staleness, "inventory-staleness", 5*time.Minute, "state not read for this long turns a ClusterProfile condition Unknown")
+	f.StringVar(&argoServer, "argocd-server", "", "argocd-server URL the inventory reads cluster connection states and Onboardings from")
+	f.StringVar(&argoTok, "argocd-token-file", "/var/run/spokeforge/argocd-token", "file holding the Argo CD account token (apiKey) for --argocd-server")
+	f.StringVar(&argoCA, "argocd-ca-file", "", "CA certificate of argocd-server's TLS certificate (default: the system roots)")
 	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
 	_ = cmd.MarkFlagRequired("repo")
 	return cmd
@@ -117,20 +144,21 @@ func exitSoonAfter(ctx context.Context, log *slog.Logger) {
 	os.Exit(0)
 }
 
-func kubeHub(kubeconfig, ns string, probe time.Duration, log *slog.Logger) (*generator.KubeHub, error) {
+func kubeHub(kubeconfig, ns string, probe time.Duration, log *slog.Logger) (*generator.KubeHub, dynamic.Interface, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("hub kubernetes client: %w", err)
+		return nil, nil, fmt.Errorf("hub kubernetes client: %w", err)
 	}
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dc, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return generator.NewKubeHub(kc, dc, ns, probe, log)
+	kh, err := generator.NewKubeHub(kc, dc, ns, probe, log)
+	return kh, dc, err
 }

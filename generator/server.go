@@ -62,6 +62,8 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; default 64 KiB.
 	MaxBodyBytes int64
 	Log          *slog.Logger
+	// Inventory, if set, is reported in /api/v1/placements and /metrics.
+	Inventory *Inventory
 }
 
 // Server is the generator's HTTP API.
@@ -113,6 +115,9 @@ func NewServer(cfg Config, src Source, hub Hub) (*Server, error) {
 		return nil, err
 	}
 	s.m = newMetrics(src, hub)
+	if cfg.Inventory != nil {
+		s.m.reg.MustRegister(cfg.Inventory.collectors()...)
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.errorHandler
@@ -463,6 +468,8 @@ type Placements struct {
 	Counts   map[Outcome]int `json:"counts"`
 	Clusters int             `json:"clusters"`
 	Zones    []Decision      `json:"zones"`
+	// Inventory is the ClusterProfile status writer's state, when it runs.
+	Inventory *InventoryReport `json:"inventory,omitempty"`
 }
 
 func (s *Server) placements(c echo.Context) error {
@@ -478,6 +485,10 @@ func (s *Server) placements(c echo.Context) error {
 	ds := s.placement(snap).Decisions(f, true)
 	p := Placements{Repo: s.src.Status(), Counts: map[Outcome]int{}, Zones: ds}
 	p.Clusters, _, _ = snap.Counts()
+	if s.cfg.Inventory != nil {
+		r := s.cfg.Inventory.Report()
+		p.Inventory = &r
+	}
 	for _, o := range Outcomes {
 		p.Counts[o] = 0
 	}
