@@ -77,14 +77,21 @@ type Inventory struct {
 	profiles *prometheus.GaugeVec
 
 	// State of the reads, owned by the loop.
-	conns     map[string]*ClusterConnection // by name and by server
-	connsAt   time.Time
-	connsErr  error
-	obs       map[string]*obState
-	lastCycle time.Time
+	conns    map[string]*ClusterConnection // by name and by server
+	connsAt  time.Time
+	connsErr error
+	obs      map[string]*obState
+	current  map[string]currentStatus // profiles found current, by name
 
 	mu     sync.Mutex
 	report InventoryReport
+}
+
+// currentStatus is what a profile's status said at resourceVersion rv.
+type currentStatus struct {
+	rv         string
+	conditions []metav1.Condition
+	status     []byte
 }
 
 type obState struct {
@@ -136,7 +143,7 @@ func NewInventory(cfg InventoryConfig, src Source, hub Hub, argo ArgoCDState, st
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	inv := &Inventory{cfg: cfg, src: src, hub: hub, argo: argo, store: store, obs: map[string]*obState{}}
+	inv := &Inventory{cfg: cfg, src: src, hub: hub, argo: argo, store: store, obs: map[string]*obState{}, current: map[string]currentStatus{}}
 	inv.report = InventoryReport{Namespace: cfg.Namespace, Profiles: map[string]int{}, Conflicts: []InventoryConflict{}}
 	inv.writes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "spokeforge_generator_inventory_writes_total",
@@ -250,6 +257,7 @@ func (inv *Inventory) cycle(ctx context.Context) error {
 	for name := range inv.obs {
 		if !seen[name] {
 			delete(inv.obs, name)
+			delete(inv.current, name)
 		}
 	}
 	work := make(chan job)
@@ -299,21 +307,29 @@ func (inv *Inventory) cycle(ctx context.Context) error {
 			conflicts = append(conflicts, InventoryConflict{Cluster: c.Metadata.Name, ClusterManager: m})
 			continue
 		}
+		// What the profile says is parsed once per resourceVersion.
+		cur, ok := inv.current[c.Metadata.Name]
+		if !ok || cur.rv != p.GetResourceVersion() {
+			cur = currentStatus{rv: p.GetResourceVersion(), conditions: profileConditions(p), status: statusJSON(p)}
+			inv.current[c.Metadata.Name] = cur
+		}
 		ob := inv.obs[c.Metadata.Name]
 		in := ProfileInputs{Now: now, Staleness: inv.cfg.Staleness, Cluster: c,
 			Connection: inv.connection(c.Metadata.Name, c.Spec.Connection.Server), ConnectionsReadAt: inv.connsAt, ConnectionsErr: inv.connsErr,
-			Onboarding: ob.view, OnboardingReadAt: ob.readAt, OnboardingErr: ob.err, Previous: profileConditions(p)}
+			Onboarding: ob.view, OnboardingReadAt: ob.readAt, OnboardingErr: ob.err, Previous: cur.conditions}
 		want := ComputeProfileStatus(in)
-		if sameStatus(p, want) {
-			counts["current"]++
-			continue
+		wantJSON, err := json.Marshal(want)
+		if err != nil {
+			return err
 		}
-		if err := inv.store.ApplyStatus(ctx, c.Metadata.Name, want); err != nil {
-			inv.writes.WithLabelValues("error").Inc()
-			errs = append(errs, fmt.Errorf("ClusterProfile %s/%s: %w", inv.cfg.Namespace, c.Metadata.Name, err))
-			continue
+		if string(cur.status) != string(wantJSON) {
+			if err := inv.store.ApplyStatus(ctx, c.Metadata.Name, want); err != nil {
+				inv.writes.WithLabelValues("error").Inc()
+				errs = append(errs, fmt.Errorf("ClusterProfile %s/%s: %w", inv.cfg.Namespace, c.Metadata.Name, err))
+				continue
+			}
+			inv.writes.WithLabelValues("ok").Inc()
 		}
-		inv.writes.WithLabelValues("ok").Inc()
 		counts["current"]++
 	}
 	sort.Slice(conflicts, func(i, j int) bool { return conflicts[i].Cluster < conflicts[j].Cluster })
@@ -376,24 +392,26 @@ func profileConditions(p *unstructured.Unstructured) []metav1.Condition {
 	return cs
 }
 
-// sameStatus reports whether the profile's status already says want (other
-// managers' fields in it are not compared: spokeforge owns only its own).
-func sameStatus(p *unstructured.Unstructured, want ProfileStatus) bool {
+// statusJSON is the profile's status as spokeforge would encode it (fields
+// of the status spokeforge does not write are left out), nil if unreadable.
+func statusJSON(p *unstructured.Unstructured) []byte {
 	raw, ok, _ := unstructured.NestedFieldNoCopy(p.Object, "status")
 	if !ok {
-		return false
+		return nil
 	}
 	b, err := json.Marshal(raw)
 	if err != nil {
-		return false
+		return nil
 	}
 	var have ProfileStatus
 	if json.Unmarshal(b, &have) != nil {
-		return false
+		return nil
 	}
-	hb, _ := json.Marshal(have)
-	wb, _ := json.Marshal(want)
-	return string(hb) == string(wb)
+	b, err = json.Marshal(have)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // KubeProfiles is a ProfileStore on the hub's API: an informer on the

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -56,6 +57,7 @@ type fakeProfiles struct {
 	served  bool
 	objs    map[string]*unstructured.Unstructured
 	applies int
+	rv      int
 	failOn  string
 }
 
@@ -65,10 +67,7 @@ func (f *fakeProfiles) Get(name string) (*unstructured.Unstructured, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	u, ok := f.objs[name]
-	if !ok {
-		return nil, false
-	}
-	return u.DeepCopy(), true
+	return u, ok // as an informer's store: shared, never changed by the caller
 }
 
 func (f *fakeProfiles) ApplyStatus(_ context.Context, name string, st ProfileStatus) error {
@@ -80,7 +79,11 @@ func (f *fakeProfiles) ApplyStatus(_ context.Context, name string, st ProfileSta
 	b, _ := json.Marshal(st)
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
-	f.objs[name].Object["status"] = m
+	u := f.objs[name].DeepCopy()
+	u.Object["status"] = m
+	f.rv++
+	u.SetResourceVersion(strconv.Itoa(f.rv))
+	f.objs[name] = u
 	f.applies++
 	return nil
 }

@@ -107,7 +107,7 @@ func (in ProfileInputs) controlPlane() metav1.Condition {
 		c.Message = "Argo CD has no cluster Secret for this cluster"
 	case in.Now.Sub(cc.AttemptedAt) > in.Staleness:
 		c.Status, c.Reason = metav1.ConditionUnknown, "ConnectionStateStale"
-		c.Message = "Argo CD last determined the connection state " + sinceText(cc.AttemptedAt, in.Staleness)
+		c.Message = "Argo CD last determined the connection state " + lastText(cc.AttemptedAt, in.Staleness)
 	case cc.Status == "Successful":
 		c.Status, c.Reason = metav1.ConditionTrue, "ArgoCDConnected"
 		c.Message = "Argo CD's cluster cache is synced with the API server " + cc.Server
@@ -147,7 +147,7 @@ func (in ProfileInputs) contracts() metav1.Condition {
 		c.Message = "no agent has checked the contracts yet"
 	case in.Now.Sub(ob.CheckedAt) > in.Staleness:
 		c.Status, c.Reason = metav1.ConditionUnknown, "AgentSilent"
-		c.Message = "the agent last checked the contracts " + sinceText(ob.CheckedAt, in.Staleness)
+		c.Message = "the agent last checked the contracts " + lastText(ob.CheckedAt, in.Staleness)
 	case ob.ObservedGeneration < ob.Generation:
 		c.Status, c.Reason = metav1.ConditionUnknown, "SpecNotChecked"
 		c.Message = fmt.Sprintf("the agent has not checked the Onboarding's generation %d yet (last checked %d)", ob.Generation, ob.ObservedGeneration)
@@ -185,6 +185,10 @@ func sinceText(t time.Time, staleness time.Duration) string {
 	return fmt.Sprintf("since %s (more than %s ago)", t.UTC().Format(time.RFC3339), staleness)
 }
 
+func lastText(t time.Time, staleness time.Duration) string {
+	return fmt.Sprintf("at %s, more than %s ago", t.UTC().Format(time.RFC3339), staleness)
+}
+
 func errText(err error) string {
 	if err == nil {
 		return ""
@@ -203,10 +207,12 @@ func recordProperties(c *v1alpha1.Cluster) []ProfileProperty {
 		{Name: "spokeforge.io/environment", Value: s.Environment},
 	}
 	gpus, nodes, total := map[string]int{}, map[string]int{}, 0
-	for _, n := range s.GPU.Nodes {
-		gpus[n.Product] += n.Count
-		nodes[n.Product]++
-		total += n.Count
+	if s.GPU != nil {
+		for _, n := range s.GPU.Nodes {
+			gpus[n.Product] += n.Count
+			nodes[n.Product]++
+			total += n.Count
+		}
 	}
 	ps = append(ps, ProfileProperty{Name: "spokeforge.io/gpu-count", Value: strconv.Itoa(total)})
 	for p, n := range gpus {

@@ -171,6 +171,14 @@ func TestProfileProperties(t *testing.T) {
 			t.Fatalf("properties not sorted by name: %v", st.Properties)
 		}
 	}
+	// A record without GPUs (the section is optional) has a count of 0.
+	bare := *exampleCluster(t, "gpu-east-1")
+	bare.Spec.GPU = nil
+	for _, p := range ComputeProfileStatus(healthyInputs(&bare)).Properties {
+		if p.Name == "spokeforge.io/gpu-count" && p.Value != "0" {
+			t.Errorf("no GPU section: gpu-count %q", p.Value)
+		}
+	}
 	// The node count is a fact of the agent's last check: gone once that is stale.
 	in := healthyInputs(exampleCluster(t, "gpu-east-1"))
 	in.Onboarding.ConnectedAt = profileNow.Add(-time.Hour)

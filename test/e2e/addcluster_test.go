@@ -4,16 +4,22 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/spokeforge/spokeforge/generator"
+	"github.com/spokeforge/spokeforge/internal/names"
+	records "github.com/spokeforge/spokeforge/internal/repo"
 )
 
 // TestAddCluster runs the "add a cluster" step make demo prints, exactly: on the demo's hub (the
@@ -122,13 +128,59 @@ func TestAddCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s synced %s after the push", app, time.Since(pushed).Round(100*time.Millisecond))
-	if _, err := add.StartAgentWhenSynced(ctx, 5*time.Second); err != nil {
+	// Not ready: the profile is there (its app-of-apps synced it) and says the contracts do not hold yet.
+	waitProfile(ctx, t, h, add.Name, "before the agent's first check", func(st profileState) bool {
+		return st.cond[generator.ConditionContractsHold].Status == "False"
+	})
+	agent, err := add.StartAgentWhenSynced(ctx, 5*time.Second)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if out, err := h.ArgoCD(ctx, "app", "wait", app, "--health", "--timeout", "300"); err != nil {
 		t.Fatalf("%s never Healthy: %v\n%s", app, err, out)
 	}
 	t.Logf("%s Healthy %s after the push", app, time.Since(pushed).Round(100*time.Millisecond))
+	st := waitProfile(ctx, t, h, add.Name, "every boundary holds", func(st profileState) bool {
+		return st.cond[generator.ConditionContractsHold].Status == "True" && st.cond[generator.ConditionControlPlaneHealthy].Status == "True"
+	})
+	if st.version == "" || st.props["spokeforge.io/node-count"] == "" || st.props["gpu.spokeforge.io/NVIDIA-H100-80GB-HBM3"] != "4" || st.props["spokeforge.io/zone"] != "dc-ash2" {
+		t.Fatalf("ClusterProfile %s: version %q, properties %v", add.Name, st.version, st.props)
+	}
+
+	// A contract fails: the role's policy loses the queue. The profile says which boundary.
+	e, errs := records.LoadCluster(filepath.Join(h.Dir, "add-cluster", add.Name), add.Name)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	full := names.Policies(e.Cluster, e.Names).PermissionPolicy
+	queue := e.Names.Queues[0].Name
+	broken := time.Now()
+	add.Spoke.AWS.PutRolePolicy(e.Cluster.Spec.Identity.RoleArn, "spokeforge", full.WithoutResource("arn:aws:sqs:us-east-1:111122223333:"+queue))
+	st = waitProfile(ctx, t, h, add.Name, "the Queues boundary fails", func(st profileState) bool {
+		return st.cond[generator.ConditionContractsHold].Status == "False" && st.cond[generator.ConditionContractsHold].Reason == "Queues"
+	})
+	if m := st.cond[generator.ConditionContractsHold].Message; !strings.Contains(m, queue) {
+		t.Fatalf("ContractsHold message does not name the queue %s: %q", queue, m)
+	}
+	t.Logf("policy narrowed -> ContractsHold False/Queues in %s", time.Since(broken).Round(100*time.Millisecond))
+	add.Spoke.AWS.PutRolePolicy(e.Cluster.Spec.Identity.RoleArn, "spokeforge", *full)
+	fixed := time.Now()
+	waitProfile(ctx, t, h, add.Name, "the policy restored", func(st profileState) bool {
+		return st.cond[generator.ConditionContractsHold].Status == "True"
+	})
+	t.Logf("policy restored -> ContractsHold True in %s", time.Since(fixed).Round(100*time.Millisecond))
+	// The agent stops checking: its last word does not stand as a True past the staleness.
+	agent.Agent.stop(5 * time.Second)
+	stopped := time.Now()
+	waitProfile(ctx, t, h, add.Name, "the agent stopped", func(st profileState) bool {
+		c := st.cond[generator.ConditionContractsHold]
+		return c.Status == "Unknown" && c.Reason == "AgentSilent"
+	})
+	t.Logf("agent stopped -> ContractsHold Unknown/AgentSilent in %s (staleness %s)", time.Since(stopped).Round(100*time.Millisecond), InventoryStaleness)
+	// The generator reports the inventory: nothing owned by another manager here.
+	if inv := getPlacements(t, ctx, gen.Base, gen.Token).Inventory; !inv.Served || inv.Profiles["current"] < 2 || len(inv.Conflicts) != 0 {
+		t.Fatalf("/api/v1/placements inventory: %+v", inv)
+	}
 
 	// The org's AppProject, from the projects Application, took the allowlist change.
 	if err := waitFor(ctx, nil, "AppProject org-acme admits "+add.Name, 3*time.Minute, func(ctx context.Context) error {
@@ -165,4 +217,50 @@ func TestAddCluster(t *testing.T) {
 	if _, err := h.Spoke.Client.CoreV1().Namespaces().Get(ctx, spokeforgeNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("namespace %s on the other spoke: %v", spokeforgeNamespace, err)
 	}
+}
+
+// profileState is what the test reads of a ClusterProfile's status.
+type profileState struct {
+	cond    map[string]metav1.Condition
+	version string
+	props   map[string]string
+	raw     string
+}
+
+// waitProfile waits until the ClusterProfile called name in Argo CD's namespace satisfies ok,
+// and logs its status (the note shows it at each step).
+func waitProfile(ctx context.Context, t *testing.T, h *Hub, name, step string, ok func(profileState) bool) profileState {
+	t.Helper()
+	var st profileState
+	err := waitFor(ctx, nil, "ClusterProfile "+name+": "+step, 3*time.Minute, func(ctx context.Context) error {
+		p, err := h.Hub.Get(ctx, "multicluster.x-k8s.io/v1alpha1", "ClusterProfile", ArgoCDNamespace, name)
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(p.Object["status"])
+		var s struct {
+			Conditions []metav1.Condition             `json:"conditions"`
+			Version    struct{ Kubernetes string }    `json:"version"`
+			Properties []struct{ Name, Value string } `json:"properties"`
+		}
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		st = profileState{cond: map[string]metav1.Condition{}, version: s.Version.Kubernetes, props: map[string]string{}, raw: string(b)}
+		for _, c := range s.Conditions {
+			st.cond[c.Type] = c
+		}
+		for _, p := range s.Properties {
+			st.props[p.Name] = p.Value
+		}
+		if !ok(st) {
+			return fmt.Errorf("status %s", b)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("ClusterProfile %s, %s: %s", name, step, st.raw)
+	return st
 }

@@ -20,12 +20,20 @@ type Generator struct {
 	h           *Hub
 }
 
+// InventoryStaleness is the harness generator's --inventory-staleness.
+const InventoryStaleness = 45 * time.Second
+
 // StartGenerator runs `spokeforge generator` on repoURL's main branch (fetching every 5 s,
-// probing the hub every 2 s) with a new token, and waits until it is ready.
+// probing the hub every 2 s) with a new token, writing the ClusterProfiles' status of Argo CD's
+// namespace, and waits until it is ready.
 func (h *Hub) StartGenerator(ctx context.Context, repoURL string) (*Generator, error) {
 	g := &Generator{Token: randomToken(), h: h}
 	tokenFile := filepath.Join(h.Dir, "generator-token")
 	if err := os.WriteFile(tokenFile, []byte(g.Token), 0o600); err != nil {
+		return nil, err
+	}
+	argoTokenFile := filepath.Join(h.Dir, "generator-argocd-token")
+	if err := os.WriteFile(argoTokenFile, []byte(randomToken()), 0o600); err != nil {
 		return nil, err
 	}
 	addr, err := freeAddr()
@@ -36,6 +44,10 @@ func (h *Hub) StartGenerator(ctx context.Context, repoURL string) (*Generator, e
 	g.spec = procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
 		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repoURL, "--revision", "main",
 		"--interval", "5s", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
+		// The inventory (docs/inventory.md): idle on a hub without the ClusterProfile CRD.
+		// argocd-server runs with --disable-auth here, so any token reads.
+		"--inventory-namespace", ArgoCDNamespace, "--argocd-server", "http://" + h.ServerAddr, "--argocd-token-file", argoTokenFile,
+		"--inventory-interval", "2s", "--inventory-onboarding-refresh", "5s", "--inventory-staleness", InventoryStaleness.String(),
 	}}
 	return g, g.Start(ctx)
 }

@@ -318,8 +318,13 @@ func field(obj map[string]any, path string) string {
 
 // placementsBody is the answer of /api/v1/placements, as far as the test reads it.
 type placementsBody struct {
-	Zones []struct{ Zone, Outcome, Reason string }
-	Repo  json.RawMessage
+	Zones     []struct{ Zone, Outcome, Reason string }
+	Repo      json.RawMessage
+	Inventory struct {
+		Served    bool           `json:"served"`
+		Profiles  map[string]int `json:"profiles"`
+		Conflicts []any          `json:"conflicts"`
+	} `json:"inventory"`
 }
 
 func getPlacements(t *testing.T, ctx context.Context, base, token string) placementsBody {
