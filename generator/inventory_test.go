@@ -3,6 +3,7 @@ package generator
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -360,4 +361,40 @@ func FuzzParseOnboarding(f *testing.F) {
 			}
 		}
 	})
+}
+
+// argocd-server over TLS: its certificate's CA from --argocd-ca-file, nothing else trusted.
+func TestArgoCDAPITLS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(`{"items":[]}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	tok, ca := filepath.Join(dir, "token"), filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(tok, []byte("argocd-account-token-0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewArgoCDAPI(srv.URL, tok, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Clusters(context.Background()); err != nil {
+		t.Fatalf("with the CA: %v", err)
+	}
+	a, err = NewArgoCDAPI(srv.URL, tok, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Clusters(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("without the CA: %v, want a certificate error", err)
+	}
+	if err := os.WriteFile(ca, []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewArgoCDAPI(srv.URL, tok, ca); err == nil {
+		t.Fatal("a CA file without a certificate was accepted")
+	}
 }

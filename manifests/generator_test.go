@@ -22,7 +22,7 @@ func buildGenerator(t *testing.T, token string) (resmap.ResMap, error) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if e.Name() == "token" {
+		if e.IsDir() || e.Name() == "token" {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("generator", e.Name()))
@@ -123,5 +123,86 @@ func TestGeneratorBundle(t *testing.T) {
 		if strings.Contains(string(role), bad) {
 			t.Errorf("Role grants %s", bad)
 		}
+	}
+}
+
+// TestGeneratorInventoryComponent builds manifests/generator with its inventory component, as
+// an overlay would: the args, the Secret volume, and RBAC that patches only profiles' status.
+func TestGeneratorInventoryComponent(t *testing.T) {
+	root := t.TempDir()
+	copyDir := func(from, to string) {
+		entries, err := os.ReadDir(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.IsDir() || e.Name() == "token" {
+				continue
+			}
+			b, err := os.ReadFile(filepath.Join(from, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	copyDir("generator", filepath.Join(root, "generator"))
+	copyDir(filepath.Join("generator", "inventory"), filepath.Join(root, "generator", "inventory"))
+	if err := os.WriteFile(filepath.Join(root, "generator", "token"), []byte("s3cr3t-token-0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(root, "overlay")
+	if err := os.MkdirAll(overlay, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("resources: [../generator]\ncomponents: [../generator/inventory]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := map[string]string{}
+	for _, r := range m.Resources() {
+		b, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs[r.GetKind()+"/"+r.GetName()] = string(b)
+		if r.GetNamespace() != "argocd" {
+			t.Errorf("%s/%s in namespace %q, want argocd", r.GetKind(), r.GetName(), r.GetNamespace())
+		}
+	}
+	dep := objs["Deployment/spokeforge-generator"]
+	for _, w := range []string{"--inventory-namespace=$(POD_NAMESPACE)", "--argocd-server=https://argocd-server.$(POD_NAMESPACE).svc",
+		"--argocd-token-file=/var/run/spokeforge/argocd/token", "--argocd-ca-file=/var/run/spokeforge/argocd/ca.crt",
+		"secretName: spokeforge-generator-argocd", "mountPath: /var/run/spokeforge/argocd", "--token-file=/var/run/spokeforge/token/token"} {
+		if !strings.Contains(dep, w) {
+			t.Errorf("Deployment lacks %q", w)
+		}
+	}
+	role := objs["Role/spokeforge-generator-inventory"]
+	var r struct {
+		Rules []struct {
+			APIGroups, Resources, Verbs []string
+		}
+	}
+	if err := yaml.Unmarshal([]byte(role), &r); err != nil || len(r.Rules) != 2 {
+		t.Fatalf("Role spokeforge-generator-inventory: %v\n%s", err, role)
+	}
+	for _, rule := range r.Rules {
+		for _, v := range rule.Verbs {
+			if (v == "patch") != (strings.Join(rule.Resources, ",") == "clusterprofiles/status") || v == "create" || v == "delete" || v == "update" {
+				t.Errorf("Role grants %s on %v", v, rule.Resources)
+			}
+		}
+	}
+	if objs["RoleBinding/spokeforge-generator-inventory"] == "" {
+		t.Error("no RoleBinding for the inventory Role")
 	}
 }

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/spokeforge/spokeforge/generator"
 	"github.com/spokeforge/spokeforge/internal/names"
@@ -46,30 +47,7 @@ func TestAddCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The cluster inventory API on the hub, from its module: each app-of-apps then also syncs its
-	// cluster's ClusterProfile (docs/inventory.md). Before any Application: Argo CD learns a CRD's
-	// kinds (what it passes renders as KUBE_API_VERSIONS) when it first syncs the cluster, which the
-	// first Application to it starts, or from the CRD's Added event; a CRD created during that first
-	// sync can miss both until the next full sync (ARGOCD_CLUSTER_CACHE_RESYNC_DURATION).
-	inv, err := ModuleDir(ClusterInventoryModule)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Hub.ApplyFiles(ctx, filepath.Join(inv, "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, nil, "the ClusterProfile CRD Established", time.Minute, func(ctx context.Context) error {
-		crd, err := h.Hub.Get(ctx, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterprofiles.multicluster.x-k8s.io")
-		if err != nil {
-			return err
-		}
-		if st := conditionStatus(crd, "Established"); st != "True" {
-			return fmt.Errorf("Established=%q", st)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	installInventoryCRD(ctx, t, h)
 	if err := h.InstallProjectsApp(ctx, repo.URL); err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +110,7 @@ func TestAddCluster(t *testing.T) {
 	waitProfile(ctx, t, h, add.Name, "before the agent's first check", func(st profileState) bool {
 		return st.cond[generator.ConditionContractsHold].Status == "False"
 	})
+	checkAdmitted(ctx, t, h, add.Name, false)
 	agent, err := add.StartAgentWhenSynced(ctx, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -143,6 +122,7 @@ func TestAddCluster(t *testing.T) {
 	st := waitProfile(ctx, t, h, add.Name, "every boundary holds", func(st profileState) bool {
 		return st.cond[generator.ConditionContractsHold].Status == "True" && st.cond[generator.ConditionControlPlaneHealthy].Status == "True"
 	})
+	checkAdmitted(ctx, t, h, add.Name, true)
 	if st.version == "" || st.props["spokeforge.io/node-count"] == "" || st.props["gpu.spokeforge.io/NVIDIA-H100-80GB-HBM3"] != "4" || st.props["spokeforge.io/zone"] != "dc-ash2" {
 		t.Fatalf("ClusterProfile %s: version %q, properties %v", add.Name, st.version, st.props)
 	}
@@ -162,12 +142,14 @@ func TestAddCluster(t *testing.T) {
 	if m := st.cond[generator.ConditionContractsHold].Message; !strings.Contains(m, queue) {
 		t.Fatalf("ContractsHold message does not name the queue %s: %q", queue, m)
 	}
+	checkAdmitted(ctx, t, h, add.Name, false)
 	t.Logf("policy narrowed -> ContractsHold False/Queues in %s", time.Since(broken).Round(100*time.Millisecond))
 	add.Spoke.AWS.PutRolePolicy(e.Cluster.Spec.Identity.RoleArn, "spokeforge", *full)
 	fixed := time.Now()
 	waitProfile(ctx, t, h, add.Name, "the policy restored", func(st profileState) bool {
 		return st.cond[generator.ConditionContractsHold].Status == "True"
 	})
+	checkAdmitted(ctx, t, h, add.Name, true)
 	t.Logf("policy restored -> ContractsHold True in %s", time.Since(fixed).Round(100*time.Millisecond))
 	// The agent stops checking: its last word does not stand as a True past the staleness.
 	agent.Agent.stop(5 * time.Second)
@@ -176,6 +158,7 @@ func TestAddCluster(t *testing.T) {
 		c := st.cond[generator.ConditionContractsHold]
 		return c.Status == "Unknown" && c.Reason == "AgentSilent"
 	})
+	checkAdmitted(ctx, t, h, add.Name, false)
 	t.Logf("agent stopped -> ContractsHold Unknown/AgentSilent in %s (staleness %s)", time.Since(stopped).Round(100*time.Millisecond), InventoryStaleness)
 	// The generator reports the inventory: nothing owned by another manager here.
 	if inv := getPlacements(t, ctx, gen.Base, gen.Token).Inventory; !inv.Served || inv.Profiles["current"] < 2 || len(inv.Conflicts) != 0 {
@@ -263,4 +246,60 @@ func waitProfile(ctx context.Context, t *testing.T, h *Hub, name, step string, o
 	}
 	t.Logf("ClusterProfile %s, %s: %s", name, step, st.raw)
 	return st
+}
+
+// admitted is what a consumer following the inventory API's documented contract admits: the
+// profiles of spokeforge's cluster manager (the x-k8s.io/cluster-manager label) whose
+// ControlPlaneHealthy and spokeforge.io/ContractsHold conditions are both True.
+func admitted(ctx context.Context, t *testing.T, h *Hub) map[string]bool {
+	t.Helper()
+	gvr := schema.GroupVersionResource{Group: "multicluster.x-k8s.io", Version: "v1alpha1", Resource: "clusterprofiles"}
+	list, err := h.Hub.Dynamic.Resource(gvr).Namespace(ArgoCDNamespace).List(ctx, metav1.ListOptions{LabelSelector: "x-k8s.io/cluster-manager=spokeforge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if conditionStatus(p, generator.ConditionControlPlaneHealthy) == "True" && conditionStatus(p, generator.ConditionContractsHold) == "True" {
+			out[p.GetName()] = true
+		}
+	}
+	return out
+}
+
+func checkAdmitted(ctx context.Context, t *testing.T, h *Hub, cluster string, want bool) {
+	t.Helper()
+	if got := admitted(ctx, t, h)[cluster]; got != want {
+		t.Fatalf("a consumer of the inventory admits %s: %v, want %v", cluster, got, want)
+	}
+}
+
+// installInventoryCRD installs the cluster inventory API on the hub from its module: each
+// app-of-apps then also syncs its cluster's ClusterProfile (docs/inventory.md). Call it before
+// any Application: Argo CD learns a CRD's kinds (what it passes renders as KUBE_API_VERSIONS) when
+// it first syncs the cluster, which the first Application to it starts, or from the CRD's Added
+// event; a CRD created during that first sync can miss both until the next full sync
+// (ARGOCD_CLUSTER_CACHE_RESYNC_DURATION).
+func installInventoryCRD(ctx context.Context, t *testing.T, h *Hub) {
+	t.Helper()
+	inv, err := ModuleDir(ClusterInventoryModule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hub.ApplyFiles(ctx, filepath.Join(inv, "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitFor(ctx, nil, "the ClusterProfile CRD Established", time.Minute, func(ctx context.Context) error {
+		crd, err := h.Hub.Get(ctx, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterprofiles.multicluster.x-k8s.io")
+		if err != nil {
+			return err
+		}
+		if st := conditionStatus(crd, "Established"); st != "True" {
+			return fmt.Errorf("Established=%q", st)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -17,6 +17,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/spokeforge/spokeforge/generator"
 )
 
 // removalZone is the zone of the example repo placed on the example spoke
@@ -95,6 +97,8 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The inventory API, before any Application: the app-of-apps then also syncs the profile.
+	installInventoryCRD(ctx, t, h)
 	if err := h.ApplyOrgProject(ctx, "acme", exampleSpoke); err != nil {
 		t.Fatal(err)
 	}
@@ -155,6 +159,9 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 		t.Fatalf("the zone Application %s did not deliver its ConfigMap: %v", removalZoneApp, err)
 	}
 	t.Logf("onboarded in %s", time.Since(onboarded).Round(time.Second))
+	waitProfile(ctx, t, h, exampleSpoke, "onboarded", func(st profileState) bool {
+		return st.cond[generator.ConditionContractsHold].Status == "True"
+	})
 
 	// The agent writes the Onboarding status on every check; it is not Argo CD and would change
 	// resourceVersions on its own: stop it before the snapshot. Then the spoke must be still.
@@ -263,6 +270,17 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 			ArgoCDNamespace, exampleSpoke, es.GetDeletionTimestamp(), es.GetFinalizers(), es.GetAnnotations())
 	case !apierrors.IsNotFound(err):
 		t.Errorf("ExternalSecret cluster-%s on the hub: %v", exampleSpoke, err)
+	}
+
+	// Its ClusterProfile goes with the app-of-apps' render too.
+	if err := waitFor(ctx, nil, "ClusterProfile "+exampleSpoke+" gone", time.Minute, func(ctx context.Context) error {
+		_, err := h.Hub.Get(ctx, "multicluster.x-k8s.io/v1alpha1", "ClusterProfile", ArgoCDNamespace, exampleSpoke)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	}); err != nil {
+		t.Error(err)
 	}
 
 	// Nothing on the spoke deleted or changed, also after a few more reconciliations.
