@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/names"
 )
 
@@ -315,7 +316,7 @@ func (inv *Inventory) cycle(ctx context.Context) error {
 		}
 		ob := inv.obs[c.Metadata.Name]
 		in := ProfileInputs{Now: now, Staleness: inv.cfg.Staleness, Cluster: c,
-			Connection: inv.connection(c.Metadata.Name, c.Spec.Connection.Server), ConnectionsReadAt: inv.connsAt, ConnectionsErr: inv.connsErr,
+			Connection: inv.connection(c), ConnectionsReadAt: inv.connsAt, ConnectionsErr: inv.connsErr,
 			Onboarding: ob.view, OnboardingReadAt: ob.readAt, OnboardingErr: ob.err, Previous: cur.conditions}
 		want := ComputeProfileStatus(in)
 		wantJSON, err := json.Marshal(want)
@@ -359,16 +360,14 @@ func (inv *Inventory) readConnections(ctx context.Context, now time.Time) {
 	inv.connsAt, inv.connsErr = now, nil
 }
 
-// connection finds the record's cluster in Argo CD's list: by name (the
-// cluster Secret's name is the record's), else by server (in-cluster).
-func (inv *Inventory) connection(name, server string) *ClusterConnection {
-	if c := inv.conns["name:"+name]; c != nil {
-		return c
+// connection finds the record's cluster in Argo CD's list: the hub itself
+// by Argo CD's in-cluster server, any other by name (its cluster Secret's
+// name is the record's).
+func (inv *Inventory) connection(c *v1alpha1.Cluster) *ClusterConnection {
+	if c.Spec.Connection.InCluster {
+		return inv.conns["server:"+names.InClusterServer]
 	}
-	if server != "" {
-		return inv.conns["server:"+server]
-	}
-	return nil
+	return inv.conns["name:"+c.Metadata.Name]
 }
 
 func profileManager(p *unstructured.Unstructured) string {

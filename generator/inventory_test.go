@@ -229,6 +229,23 @@ func TestInventoryOneWriter(t *testing.T) {
 	}
 }
 
+// The hub's own record (connection.inCluster) is Argo CD's in-cluster; a
+// record Argo CD does not list is not registered, whatever its server.
+func TestInventoryConnectionOfRecord(t *testing.T) {
+	f := newInventoryFixture(t)
+	f.profiles.add("hub-local", ClusterManagerName)
+	f.profiles.add("gpu-west-2", ClusterManagerName)
+	f.argo.clusters = f.argo.clusters[:1]
+	f.argo.clusters = append(f.argo.clusters, ClusterConnection{Name: "in-cluster", Server: "https://kubernetes.default.svc", Status: "Successful", AttemptedAt: f.now})
+	f.cycle(t, f.inv)
+	if s, r, _ := f.profiles.condition(t, "hub-local", ConditionControlPlaneHealthy); s != "True" {
+		t.Errorf("hub-local: ControlPlaneHealthy %s/%s, want True from Argo CD's in-cluster", s, r)
+	}
+	if s, r, _ := f.profiles.condition(t, "gpu-west-2", ConditionControlPlaneHealthy); s != "False" || r != "ClusterNotRegistered" {
+		t.Errorf("gpu-west-2: ControlPlaneHealthy %s/%s, want False/ClusterNotRegistered", s, r)
+	}
+}
+
 func TestInventoryIdleWithoutCRD(t *testing.T) {
 	f := newInventoryFixture(t)
 	f.profiles.served = false
