@@ -443,9 +443,34 @@ func (k *KubeProfiles) Served(ctx context.Context) (bool, error) {
 	k.once.Do(func() {
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(k.dc, 0, k.ns, nil)
 		k.inf = f.ForResource(ClusterProfilesResource).Informer()
+		_ = k.inf.SetTransform(stripProfile) // before Run: it cannot fail
 		go k.inf.Run(k.stop.Done())
 	})
 	return cache.WaitForCacheSync(ctx.Done(), k.inf.HasSynced), nil
+}
+
+// stripProfile keeps what the inventory reads of a profile: its name and
+// version, its cluster manager and its status. Managed fields and Argo CD's
+// last-applied annotation would double what 10,000 profiles hold.
+func stripProfile(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{}}
+	out.SetAPIVersion(u.GetAPIVersion())
+	out.SetKind(u.GetKind())
+	out.SetName(u.GetName())
+	out.SetNamespace(u.GetNamespace())
+	out.SetResourceVersion(u.GetResourceVersion())
+	out.SetUID(u.GetUID())
+	if m := profileManager(u); m != "" {
+		_ = unstructured.SetNestedField(out.Object, m, "spec", "clusterManager", "name")
+	}
+	if st, ok := u.Object["status"]; ok {
+		out.Object["status"] = st
+	}
+	return out, nil
 }
 
 // Get implements ProfileStore.

@@ -415,3 +415,25 @@ func TestArgoCDAPITLS(t *testing.T) {
 		t.Fatal("a CA file without a certificate was accepted")
 	}
 }
+
+func TestStripProfile(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "multicluster.x-k8s.io/v1alpha1", "kind": "ClusterProfile",
+		"metadata": map[string]any{"name": "gpu-east-1", "namespace": "argocd", "resourceVersion": "7",
+			"annotations":   map[string]any{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 4096)},
+			"managedFields": []any{map[string]any{"manager": "argocd-controller"}}},
+		"spec":   map[string]any{"displayName": "gpu-east-1", "clusterManager": map[string]any{"name": "spokeforge"}},
+		"status": map[string]any{"conditions": []any{map[string]any{"type": "ControlPlaneHealthy", "status": "True"}}},
+	}}
+	got, err := stripProfile(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := got.(*unstructured.Unstructured)
+	if s.GetName() != "gpu-east-1" || s.GetResourceVersion() != "7" || profileManager(s) != "spokeforge" || len(profileConditions(s)) != 1 {
+		t.Fatalf("stripped profile lost what the inventory reads: %v", s.Object)
+	}
+	if s.GetAnnotations() != nil || s.GetManagedFields() != nil {
+		t.Fatalf("stripped profile keeps %v", s.Object["metadata"])
+	}
+}
