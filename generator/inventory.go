@@ -246,9 +246,14 @@ func (inv *Inventory) cycle(ctx context.Context) error {
 		app := names.SpokeApplication(name)
 		health := ""
 		if inv.hub != nil {
-			if a, ok := inv.hub.Application(app); ok {
-				health = a.Health
+			a, ok := inv.hub.Application(app)
+			if !ok {
+				// No spoke Application, so no Onboarding through it: argocd-server
+				// would answer 403 for the missing app, as for a denied one.
+				st.view, st.readAt, st.tried, st.err, st.health = nil, now, now, nil, ""
+				continue
 			}
+			health = a.Health
 		}
 		if now.Sub(st.tried) >= inv.cfg.OnboardingRefresh || health != st.health {
 			st.health = health

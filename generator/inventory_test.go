@@ -246,6 +246,22 @@ func TestInventoryConnectionOfRecord(t *testing.T) {
 	}
 }
 
+// Without its spoke Application a cluster is not onboarded, and argocd-server is
+// not asked (it answers 403 for a missing Application, as for a denied one).
+func TestInventoryWithoutSpokeApplication(t *testing.T) {
+	f := newInventoryFixture(t)
+	f.profiles.add("gpu-east-1", ClusterManagerName)
+	delete(f.hub.apps, "spoke-gpu-east-1")
+	f.argo.obErr = errors.New("argocd-server: 403 Forbidden: permission denied")
+	f.cycle(t, f.inv)
+	if s, r, _ := f.profiles.condition(t, "gpu-east-1", ConditionContractsHold); s != "False" || r != "NotOnboarded" {
+		t.Fatalf("ContractsHold %s/%s, want False/NotOnboarded", s, r)
+	}
+	if f.argo.reads != 0 {
+		t.Fatalf("%d Onboarding reads for a missing spoke Application", f.argo.reads)
+	}
+}
+
 func TestInventoryIdleWithoutCRD(t *testing.T) {
 	f := newInventoryFixture(t)
 	f.profiles.served = false

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/spokeforge/spokeforge/generator"
 )
 
 // TestGeneratorReplicas: two generator processes behind a round-robin front (a Service
@@ -39,6 +42,8 @@ func TestGeneratorReplicas(t *testing.T) {
 	if h.Spokeforge == "" {
 		t.Fatal("the harness did not build spokeforge")
 	}
+	// The inventory API first: both replicas write the status of the spoke's ClusterProfile.
+	installInventoryCRD(ctx, t, h)
 	zonesOf := func(n int) string {
 		var b strings.Builder
 		b.WriteString("apiVersion: spokeforge.io/v1alpha1\nkind: Product\nmetadata: {name: web}\nspec:\n  delivery:\n    zones:\n")
@@ -70,6 +75,10 @@ spec:
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	argoTokenFile := filepath.Join(h.Dir, "generator-argocd-token")
+	if err := os.WriteFile(argoTokenFile, []byte(randomToken()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var gens []*Process
 	var bases []string
 	for i := 0; i < 2; i++ {
@@ -82,6 +91,8 @@ spec:
 		gen, err := h.run(procSpec{name: fmt.Sprintf("spokeforge-generator-%d", i), path: h.Spokeforge, args: []string{
 			"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
 			"--interval", "10m", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
+			"--inventory-namespace", ArgoCDNamespace, "--argocd-server", "http://" + h.ServerAddr, "--argocd-token-file", argoTokenFile,
+			"--inventory-interval", "2s", "--inventory-onboarding-refresh", "5s",
 		}})
 		if err != nil {
 			t.Fatal(err)
@@ -130,6 +141,7 @@ spec:
 		return out
 	}
 	t.Logf("first generation in %s", waitApps("first generation", zoneApps(2)).Round(100*time.Millisecond))
+	inventoryOneWriter(ctx, t, h, bases, token)
 
 	// From here on: every Application deletion, and how long each ApplicationSet shows
 	// ErrorOccurred=True at a stretch.
@@ -260,4 +272,64 @@ spec:
 	if fr.served[1].Load() == 0 || fr.served[0].Load() == 0 {
 		t.Errorf("the front did not spread calls over both replicas")
 	}
+}
+
+// inventoryOneWriter: both replicas write the spoke's ClusterProfile status, and do not fight.
+// The status has one owner, the field manager both use with server-side apply, and once it is
+// current neither replica writes it again.
+func inventoryOneWriter(ctx context.Context, t *testing.T, h *Hub, bases []string, token string) {
+	t.Helper()
+	// The profile as the app-of-apps' hub render makes it (this hub has no External Secrets
+	// CRDs, so registry-spoke does not sync here; TestAddCluster covers the render's profile).
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: multicluster.x-k8s.io/v1alpha1
+kind: ClusterProfile
+metadata:
+  name: %s
+  namespace: %s
+  labels: {x-k8s.io/cluster-manager: spokeforge}
+spec:
+  displayName: %[1]s
+  clusterManager: {name: spokeforge}
+`, SpokeClusterName, ArgoCDNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	waitProfile(ctx, t, h, SpokeClusterName, "written by the replicas", func(st profileState) bool {
+		return st.cond[generator.ConditionControlPlaneHealthy].Status != "" && st.cond[generator.ConditionContractsHold].Status != ""
+	})
+	writes := func() (total float64) {
+		for _, b := range bases {
+			for _, l := range strings.Split(scrape(t, strings.TrimPrefix(b, "http://")), "\n") {
+				if v, ok := strings.CutPrefix(l, `spokeforge_generator_inventory_writes_total{result="ok"} `); ok {
+					f, _ := strconv.ParseFloat(v, 64)
+					total += f
+				}
+			}
+		}
+		return total
+	}
+	before := writes()
+	time.Sleep(12 * time.Second) // six cycles of each replica
+	if after := writes(); after != before {
+		t.Fatalf("the replicas kept writing an unchanged status: %v writes, then %v 12 s later", before, after)
+	}
+	p, err := h.Hub.Get(ctx, "multicluster.x-k8s.io/v1alpha1", "ClusterProfile", ArgoCDNamespace, SpokeClusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []string
+	for _, m := range p.GetManagedFields() {
+		if m.Subresource == "status" {
+			status = append(status, fmt.Sprintf("%s/%s", m.Manager, m.Operation))
+		}
+	}
+	if len(status) != 1 || status[0] != generator.InventoryFieldManager+"/Apply" {
+		t.Fatalf("managers of the status: %v, want only %s/Apply", status, generator.InventoryFieldManager)
+	}
+	for _, b := range bases {
+		inv := getPlacements(t, ctx, b, token).Inventory
+		if !inv.Served || inv.Profiles["current"] != 1 || len(inv.Conflicts) != 0 {
+			t.Fatalf("%s /api/v1/placements inventory: %+v", b, inv)
+		}
+	}
+	t.Logf("inventory: %v status writes by the two replicas, none in the 12 s after; status owned by %v", before, status)
 }
