@@ -255,6 +255,11 @@ func (inv *Inventory) cycle(ctx context.Context) error {
 			}
 			health = a.Health
 		}
+		if cc := inv.connection(e.Cluster); cc != nil && cc.Status == "Failed" {
+			// argocd-server would try the spoke and time out: the last read
+			// stands until it is stale.
+			continue
+		}
 		if now.Sub(st.tried) >= inv.cfg.OnboardingRefresh || health != st.health {
 			st.health = health
 			due = append(due, job{name, app, st})
@@ -320,6 +325,9 @@ func (inv *Inventory) cycle(ctx context.Context) error {
 			inv.current[c.Metadata.Name] = cur
 		}
 		ob := inv.obs[c.Metadata.Name]
+		if ob == nil { // the profile appeared after the reads: nothing read yet
+			ob = &obState{}
+		}
 		in := ProfileInputs{Now: now, Staleness: inv.cfg.Staleness, Cluster: c,
 			Connection: inv.connection(c), ConnectionsReadAt: inv.connsAt, ConnectionsErr: inv.connsErr,
 			Onboarding: ob.view, OnboardingReadAt: ob.readAt, OnboardingErr: ob.err, Previous: cur.conditions}

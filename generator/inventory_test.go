@@ -262,6 +262,67 @@ func TestInventoryWithoutSpokeApplication(t *testing.T) {
 	}
 }
 
+// While Argo CD cannot reach a spoke its Onboarding is not asked for (argocd-server
+// would time out on it); the last read stands until the staleness.
+func TestInventorySpokeUnreachable(t *testing.T) {
+	f := newInventoryFixture(t)
+	f.profiles.add("gpu-east-1", ClusterManagerName)
+	f.argo.obs["spoke-gpu-east-1"] = holdingOnboarding(f.now)
+	f.cycle(t, f.inv)
+	reads := f.argo.reads
+	f.argo.clusters[0].Status, f.argo.clusters[0].Message = "Failed", "dial tcp 10.20.0.10:6443: i/o timeout"
+	for range 4 {
+		f.now = f.now.Add(time.Minute)
+		f.argo.clusters[0].AttemptedAt = f.now
+		f.cycle(t, f.inv)
+	}
+	if f.argo.reads != reads {
+		t.Errorf("%d Onboarding reads of an unreachable spoke", f.argo.reads-reads)
+	}
+	if s, r, _ := f.profiles.condition(t, "gpu-east-1", ConditionControlPlaneHealthy); s != "False" || r != "ArgoCDConnectionFailed" {
+		t.Errorf("ControlPlaneHealthy %s/%s, want False/ArgoCDConnectionFailed", s, r)
+	}
+	if s, _, _ := f.profiles.condition(t, "gpu-east-1", ConditionContractsHold); s != "True" {
+		t.Errorf("4 min after the last read: ContractsHold %s, want the last read (True)", s)
+	}
+	f.now = f.now.Add(2 * time.Minute)
+	f.argo.clusters[0].AttemptedAt = f.now
+	f.cycle(t, f.inv)
+	if s, r, _ := f.profiles.condition(t, "gpu-east-1", ConditionContractsHold); s != "Unknown" || r != "StateUnreadable" {
+		t.Errorf("past the staleness: ContractsHold %s/%s, want Unknown/StateUnreadable", s, r)
+	}
+}
+
+// appearing hides a profile from the first Get: it appears between the
+// reads and the writes of a cycle.
+type appearing struct {
+	*fakeProfiles
+	name string
+	seen bool
+}
+
+func (a *appearing) Get(name string) (*unstructured.Unstructured, bool) {
+	if name == a.name && !a.seen {
+		a.seen = true
+		return nil, false
+	}
+	return a.fakeProfiles.Get(name)
+}
+
+// A profile that appears between the reads and the writes of a cycle is written
+// from what is known (nothing read yet), not skipped or crashed on.
+func TestInventoryProfileAppearsMidCycle(t *testing.T) {
+	f := newInventoryFixture(t)
+	f.profiles.add("gpu-west-2", ClusterManagerName)
+	src := &staticSource{snap: mustSnapshot(t, exampleFS(t, nil), "c1")}
+	inv := NewInventory(InventoryConfig{Namespace: "argocd", Now: func() time.Time { return f.now }}, src, f.hub, f.argo,
+		&appearing{fakeProfiles: f.profiles, name: "gpu-west-2"})
+	f.cycle(t, inv)
+	if s, r, _ := f.profiles.condition(t, "gpu-west-2", ConditionContractsHold); s != "Unknown" || r != "StateUnreadable" {
+		t.Fatalf("the new profile: ContractsHold %s/%s, want Unknown/StateUnreadable (nothing read yet)", s, r)
+	}
+}
+
 func TestInventoryIdleWithoutCRD(t *testing.T) {
 	f := newInventoryFixture(t)
 	f.profiles.served = false
