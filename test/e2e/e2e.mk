@@ -18,13 +18,14 @@ e2e-install:
 # The suite runs on each Argo CD release in E2E_ARGOCD_VERSIONS at once (test/e2e/run.sh: each
 # output line prefixed with its release): the whole suite on v3.6.2, and on v3.4.7 the tests
 # E2E_OLDER_TESTS names, those whose behaviour the release decides most (the ApplicationSet
-# controller and its health, and an onboarding through the plugin, a broken contract and back
-# in the older React UI), to keep a fresh machine's CI within its hour (docs/e2e.md).
+# controller and its health, an onboarding through the plugin, a broken contract and back in the
+# older React UI, and a cluster added by a commit with its ClusterProfile status read through
+# that release's argocd-server), to keep a fresh machine's CI within its hour (docs/e2e.md).
 # ARGOCD_VERSION=v3.4.7 make e2e runs the whole suite on that release alone. The target fails
 # if any release failed. run.sh installs each release's binaries itself: the first release's
 # before any test, the others' (under nice 19) beside the first release's tests.
 E2E_ARGOCD_VERSIONS ?= v3.6.2 v3.4.7
-E2E_OLDER_TESTS ?= ^(TestGenerator|TestUIContracts)$$
+E2E_OLDER_TESTS ?= ^(TestGenerator|TestUIContracts|TestAddCluster)$$
 e2e:
 	$(if $(ARGOCD_VERSION),,E2E_RUN_v3_4_7='$(E2E_OLDER_TESTS)') GO=$(GO) E2E_PARALLEL=$(E2E_PARALLEL) \
 	  test/e2e/run.sh $(or $(ARGOCD_VERSION),$(E2E_ARGOCD_VERSIONS)) -- \
