@@ -133,6 +133,18 @@ func stripApplication(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
+	out := identityOf(u)
+	for _, f := range [][]string{{"spec", "destination", "name"}, {"spec", "destination", "server"}, {"status", "health", "status"}} {
+		if v, ok, _ := unstructured.NestedString(u.Object, f...); ok {
+			_ = unstructured.SetNestedField(out.Object, v, f...)
+		}
+	}
+	return out, nil
+}
+
+// identityOf is u's type, name, namespace, version and uid alone: what an
+// informer's stripped object keeps of its metadata.
+func identityOf(u *unstructured.Unstructured) *unstructured.Unstructured {
 	out := &unstructured.Unstructured{Object: map[string]any{}}
 	out.SetAPIVersion(u.GetAPIVersion())
 	out.SetKind(u.GetKind())
@@ -140,12 +152,7 @@ func stripApplication(obj any) (any, error) {
 	out.SetNamespace(u.GetNamespace())
 	out.SetResourceVersion(u.GetResourceVersion())
 	out.SetUID(u.GetUID())
-	for _, f := range [][]string{{"spec", "destination", "name"}, {"spec", "destination", "server"}, {"status", "health", "status"}} {
-		if v, ok, _ := unstructured.NestedString(u.Object, f...); ok {
-			_ = unstructured.SetNestedField(out.Object, v, f...)
-		}
-	}
-	return out, nil
+	return out
 }
 
 // Run starts the informers and the API probe until ctx ends.

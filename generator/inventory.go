@@ -470,13 +470,7 @@ func stripProfile(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	out := &unstructured.Unstructured{Object: map[string]any{}}
-	out.SetAPIVersion(u.GetAPIVersion())
-	out.SetKind(u.GetKind())
-	out.SetName(u.GetName())
-	out.SetNamespace(u.GetNamespace())
-	out.SetResourceVersion(u.GetResourceVersion())
-	out.SetUID(u.GetUID())
+	out := identityOf(u)
 	if m := profileManager(u); m != "" {
 		_ = unstructured.SetNestedField(out.Object, m, "spec", "clusterManager", "name")
 	}

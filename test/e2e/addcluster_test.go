@@ -287,19 +287,8 @@ func installInventoryCRD(ctx context.Context, t *testing.T, h *Hub) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// ApplyFiles waits for the CRD to be Established.
 	if err := h.Hub.ApplyFiles(ctx, filepath.Join(inv, "config", "crd", "bases", "multicluster.x-k8s.io_clusterprofiles.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitFor(ctx, nil, "the ClusterProfile CRD Established", time.Minute, func(ctx context.Context) error {
-		crd, err := h.Hub.Get(ctx, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterprofiles.multicluster.x-k8s.io")
-		if err != nil {
-			return err
-		}
-		if st := conditionStatus(crd, "Established"); st != "True" {
-			return fmt.Errorf("Established=%q", st)
-		}
-		return nil
-	}); err != nil {
 		t.Fatal(err)
 	}
 }
