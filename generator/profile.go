@@ -86,7 +86,7 @@ func ComputeProfileStatus(in ProfileInputs) ProfileStatus {
 		}
 	}
 	st.Properties = recordProperties(in.Cluster)
-	if ob := in.fresh(); ob != nil && ob.KubernetesVersion != "" && in.Now.Sub(ob.ConnectedAt) <= in.Staleness {
+	if ob := in.fresh(); ob != nil && ob.KubernetesVersion != "" && !in.stale(ob.ConnectedAt) {
 		st.Version.Kubernetes = ob.KubernetesVersion
 		at := metav1.NewTime(ob.ConnectedAt.UTC())
 		st.Properties = append(st.Properties, ProfileProperty{Name: "spokeforge.io/node-count", Value: strconv.Itoa(ob.NodeCount), LastObservedTime: &at})
@@ -97,15 +97,14 @@ func ComputeProfileStatus(in ProfileInputs) ProfileStatus {
 
 func (in ProfileInputs) controlPlane() metav1.Condition {
 	c := metav1.Condition{Type: ConditionControlPlaneHealthy}
-	since := in.Now.Sub(in.ConnectionsReadAt)
 	switch cc := in.Connection; {
-	case in.ConnectionsReadAt.IsZero() || since > in.Staleness:
+	case in.stale(in.ConnectionsReadAt):
 		c.Status, c.Reason = metav1.ConditionUnknown, "StateUnreadable"
 		c.Message = "spokeforge has not read Argo CD's cluster list " + sinceText(in.ConnectionsReadAt, in.Staleness) + errText(in.ConnectionsErr)
 	case cc == nil:
 		c.Status, c.Reason = metav1.ConditionFalse, "ClusterNotRegistered"
 		c.Message = "Argo CD has no cluster Secret for this cluster"
-	case in.Now.Sub(cc.AttemptedAt) > in.Staleness:
+	case in.stale(cc.AttemptedAt):
 		c.Status, c.Reason = metav1.ConditionUnknown, "ConnectionStateStale"
 		c.Message = "Argo CD last determined the connection state " + lastText(cc.AttemptedAt, in.Staleness)
 	case cc.Status == "Successful":
@@ -124,9 +123,15 @@ func (in ProfileInputs) controlPlane() metav1.Condition {
 	return c
 }
 
+// stale reports whether what was read or observed at t (zero: never) is
+// older than the staleness.
+func (in ProfileInputs) stale(t time.Time) bool {
+	return t.IsZero() || in.Now.Sub(t) > in.Staleness
+}
+
 // fresh is the Onboarding last read, if that read is within the staleness.
 func (in ProfileInputs) fresh() *OnboardingView {
-	if in.OnboardingReadAt.IsZero() || in.Now.Sub(in.OnboardingReadAt) > in.Staleness {
+	if in.stale(in.OnboardingReadAt) {
 		return nil
 	}
 	return in.Onboarding
@@ -136,7 +141,7 @@ func (in ProfileInputs) contracts() metav1.Condition {
 	c := metav1.Condition{Type: ConditionContractsHold}
 	ob := in.fresh()
 	switch {
-	case in.OnboardingReadAt.IsZero() || in.Now.Sub(in.OnboardingReadAt) > in.Staleness:
+	case in.stale(in.OnboardingReadAt):
 		c.Status, c.Reason = metav1.ConditionUnknown, "StateUnreadable"
 		c.Message = "spokeforge has not read the Onboarding through Argo CD " + sinceText(in.OnboardingReadAt, in.Staleness) + errText(in.OnboardingErr)
 	case ob == nil:
@@ -145,7 +150,7 @@ func (in ProfileInputs) contracts() metav1.Condition {
 	case ob.CheckedAt.IsZero():
 		c.Status, c.Reason = metav1.ConditionFalse, "NotChecked"
 		c.Message = "no agent has checked the contracts yet"
-	case in.Now.Sub(ob.CheckedAt) > in.Staleness:
+	case in.stale(ob.CheckedAt):
 		c.Status, c.Reason = metav1.ConditionUnknown, "AgentSilent"
 		c.Message = "the agent last checked the contracts " + lastText(ob.CheckedAt, in.Staleness)
 	case ob.ObservedGeneration < ob.Generation:
