@@ -82,7 +82,7 @@ type Inventory struct {
 	connsAt  time.Time
 	connsErr error
 	obs      map[string]*obState
-	current  map[string]currentStatus // profiles found current, by name
+	current  map[string]currentStatus // what each profile said, by name
 
 	mu     sync.Mutex
 	report InventoryReport
@@ -161,17 +161,12 @@ func (inv *Inventory) collectors() []prometheus.Collector {
 	return []prometheus.Collector{inv.writes, inv.profiles}
 }
 
-// Report is the inventory's state at its last cycle.
+// Report is the inventory's state at its last cycle. A cycle replaces the
+// report's map and slice, never changes them, so a copy of it may be shared.
 func (inv *Inventory) Report() InventoryReport {
 	inv.mu.Lock()
 	defer inv.mu.Unlock()
-	r := inv.report
-	r.Profiles = make(map[string]int, len(inv.report.Profiles))
-	for k, v := range inv.report.Profiles {
-		r.Profiles[k] = v
-	}
-	r.Conflicts = append([]InventoryConflict{}, inv.report.Conflicts...)
-	return r
+	return inv.report
 }
 
 // Run writes every profile's status each Interval until ctx ends.
