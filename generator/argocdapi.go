@@ -64,7 +64,7 @@ func NewArgoCDAPI(server, tokenPath, caFile string) (*ArgoCDAPI, error) {
 		return nil, fmt.Errorf("argocd token: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.Proxy = nil
+	tr.Proxy = nil // argocd-server is in the cluster: its token never goes through an egress proxy
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
