@@ -32,8 +32,8 @@ func (h *Hub) StartGenerator(ctx context.Context, repoURL string) (*Generator, e
 	if err := os.WriteFile(tokenFile, []byte(g.Token), 0o600); err != nil {
 		return nil, err
 	}
-	argoTokenFile := filepath.Join(h.Dir, "generator-argocd-token")
-	if err := os.WriteFile(argoTokenFile, []byte(randomToken()), 0o600); err != nil {
+	inventory, err := h.inventoryFlags()
+	if err != nil {
 		return nil, err
 	}
 	addr, err := freeAddr()
@@ -41,15 +41,23 @@ func (h *Hub) StartGenerator(ctx context.Context, repoURL string) (*Generator, e
 		return nil, err
 	}
 	g.Base = "http://" + addr
-	g.spec = procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: []string{
+	g.spec = procSpec{name: "spokeforge-generator", path: h.Spokeforge, args: append([]string{
 		"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repoURL, "--revision", "main",
 		"--interval", "5s", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
-		// The inventory (docs/inventory.md): idle on a hub without the ClusterProfile CRD.
-		// argocd-server runs with --disable-auth here, so any token reads.
-		"--inventory-namespace", ArgoCDNamespace, "--argocd-server", "http://" + h.ServerAddr, "--argocd-token-file", argoTokenFile,
-		"--inventory-interval", "2s", "--inventory-onboarding-refresh", "5s", "--inventory-staleness", InventoryStaleness.String(),
-	}}
+	}, inventory...)}
 	return g, g.Start(ctx)
+}
+
+// inventoryFlags are the generator flags that write the ClusterProfiles' status of Argo CD's
+// namespace (docs/inventory.md), with a token file for argocd-server (which runs with
+// --disable-auth here, so any token reads). The inventory idles on a hub without the CRD.
+func (h *Hub) inventoryFlags() ([]string, error) {
+	tokenFile := filepath.Join(h.Dir, "generator-argocd-token")
+	if err := os.WriteFile(tokenFile, []byte(randomToken()), 0o600); err != nil {
+		return nil, err
+	}
+	return []string{"--inventory-namespace", ArgoCDNamespace, "--argocd-server", "http://" + h.ServerAddr, "--argocd-token-file", tokenFile,
+		"--inventory-interval", "2s", "--inventory-onboarding-refresh", "5s", "--inventory-staleness", InventoryStaleness.String()}, nil
 }
 
 // Start runs the generator (again, after Stop) and waits until it is ready.

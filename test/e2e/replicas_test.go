@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -75,8 +76,8 @@ spec:
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	argoTokenFile := filepath.Join(h.Dir, "generator-argocd-token")
-	if err := os.WriteFile(argoTokenFile, []byte(randomToken()), 0o600); err != nil {
+	inventory, err := h.inventoryFlags()
+	if err != nil {
 		t.Fatal(err)
 	}
 	var gens []*Process
@@ -88,12 +89,10 @@ spec:
 		}
 		base := "http://" + addr
 		// A long fetch interval: a replica learns of a commit only by confirming the head.
-		gen, err := h.run(procSpec{name: fmt.Sprintf("spokeforge-generator-%d", i), path: h.Spokeforge, args: []string{
+		gen, err := h.run(procSpec{name: fmt.Sprintf("spokeforge-generator-%d", i), path: h.Spokeforge, args: append([]string{
 			"generator", "--listen", addr, "--token-file", tokenFile, "--repo", repo.URL, "--revision", "main",
 			"--interval", "10m", "--namespace", ArgoCDNamespace, "--kubeconfig", h.Hub.Kubeconfig, "--hub-probe-interval", "2s",
-			"--inventory-namespace", ArgoCDNamespace, "--argocd-server", "http://" + h.ServerAddr, "--argocd-token-file", argoTokenFile,
-			"--inventory-interval", "2s", "--inventory-onboarding-refresh", "5s",
-		}})
+		}, inventory...)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,7 +306,16 @@ spec:
 		}
 		return total
 	}
-	before := writes()
+	// The counter moves just after the write lands, so wait for it to count the status seen.
+	var before float64
+	if err := waitFor(ctx, nil, "the replicas' write counted", 30*time.Second, func(context.Context) error {
+		if before = writes(); before == 0 {
+			return errors.New("no write counted yet")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(12 * time.Second) // six cycles of each replica
 	if after := writes(); after != before {
 		t.Fatalf("the replicas kept writing an unchanged status: %v writes, then %v 12 s later", before, after)
