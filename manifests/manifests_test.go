@@ -448,6 +448,25 @@ func TestUIExtensionAppView(t *testing.T) {
 			"namespace": "argocd", "name": "spoke-gpu-east-1", "health": map[string]any{"status": childHealth}}}}
 	}
 	labelled := map[string]any{"spokeforge.io/cluster": "gpu-east-1"}
+	decoy := func(group, namespace, name string) map[string]any {
+		return map[string]any{"group": group, "version": "v1alpha1", "kind": "Onboarding", "namespace": namespace, "name": name, "health": map[string]any{"status": "Healthy"}}
+	}
+	// decoys: Onboardings that are not gpu-east-1's, then gpu-east-1's own, last.
+	decoys := []any{decoy("spokeforge.io", "", "a-decoy"), decoy("spokeforge.io", "spokeforge-system", "gpu-east-1"),
+		decoy("spokeforge.io.evil", "", "gpu-east-1"), decoy("spokeforge.io", "", "gpu-east-1 "), onboardingRef}
+	spokeAppWith := func(resources ...any) map[string]any {
+		return map[string]any{"metadata": map[string]any{"name": "spoke-gpu-east-1", "namespace": "argocd"}, "status": map[string]any{"resources": resources}}
+	}
+	// withDecoys answers for every decoy too, all holding, as a read of one would.
+	withDecoys := func(routes map[string]any) map[string]any {
+		for _, d := range decoys[:len(decoys)-1] {
+			d := d.(map[string]any)
+			u := strings.NewReplacer("namespace=&", "namespace="+d["namespace"].(string)+"&", "resourceName=gpu-east-1", "resourceName="+strings.ReplaceAll(d["name"].(string), " ", "+"),
+				"group=spokeforge.io", "group="+d["group"].(string)).Replace(url(resourceGET))
+			routes[u] = onboarding(ready)
+		}
+		return routes
+	}
 	both := func(app, resource map[string]any) map[string]any {
 		return map[string]any{url(appGET): app, url(resourceGET): resource}
 	}
@@ -465,7 +484,18 @@ func TestUIExtensionAppView(t *testing.T) {
 			url(appGET): map[string]any{"status": 403, "body": `{"error":"permission denied","code":7,"message":"permission denied: applications, get, default/spoke-gpu-east-1"}`}}},
 		"no Onboarding yet": map[string]any{"application": registry(labelled),
 			"routes": map[string]any{url(appGET): ok(map[string]any{"metadata": map[string]any{"name": "spoke-gpu-east-1"}, "status": map[string]any{}})}},
-		"not JSON":        map[string]any{"application": registry(labelled), "routes": map[string]any{url(appGET): map[string]any{"status": 200, "body": "<html>"}}},
+		"not JSON": map[string]any{"application": registry(labelled), "routes": map[string]any{url(appGET): map[string]any{"status": 200, "body": "<html>"}}},
+		// An overlay's (render refuses it) or a spoke admin's Onboardings beside the cluster's own,
+		// listed first, all saying every contract holds: namespaced with the same name, named
+		// otherwise, in another group. The view reads gpu-east-1, which fails.
+		"decoys listed first": map[string]any{"application": registry(labelled), "routes": withDecoys(both(ok(spokeAppWith(decoys...)), onboarding(failing)))},
+		"spoke application with decoys first": map[string]any{"application": spokeAppWith(decoys...),
+			"routes": withDecoys(map[string]any{url(resourceGET): onboarding(failing)})},
+		"only decoys": map[string]any{"application": registry(labelled), "routes": withDecoys(map[string]any{url(appGET): ok(spokeAppWith(decoys[:len(decoys)-1]...))})},
+		"spoke application with only decoys": map[string]any{"application": map[string]any{"metadata": map[string]any{"name": "spoke-gpu-east-1", "namespace": "argocd"},
+			"status": map[string]any{"resources": decoys[:len(decoys)-1]}}},
+		"workload application with an Onboarding": map[string]any{"application": map[string]any{"metadata": map[string]any{"name": "gpu-east-1-inference", "namespace": "argocd", "labels": labelled},
+			"status": map[string]any{"resources": []any{onboardingRef}}}},
 		"manifest broken": map[string]any{"application": registry(labelled), "routes": both(ok(spokeApp), ok(map[string]any{"manifest": "{"}))},
 		"network down":    map[string]any{"application": registry(labelled), "routes": map[string]any{url(appGET): map[string]any{"status": 0}}},
 		// A good read, then an error: the ladder stays, with the error above it.
@@ -570,7 +600,18 @@ const view = ui.appViews[0];
 			text:     []string{"Cannot read the Onboarding: Argo CD answered HTTP 403: permission denied: applications, get, default/spoke-gpu-east-1."},
 			unwanted: []string{ladder, ", read "}},
 		"no Onboarding yet": {display: true, requests: []string{appGET, appGET},
-			text: []string{"Cannot read the Onboarding: Application spoke-gpu-east-1 manages no spokeforge.io Onboarding yet."}, unwanted: []string{ladder}},
+			text: []string{"Cannot read the Onboarding: Application spoke-gpu-east-1 manages no spokeforge.io Onboarding gpu-east-1 yet."}, unwanted: []string{ladder}},
+		// Other Onboardings listed before the cluster's own: only gpu-east-1, cluster-scoped, is read.
+		"decoys listed first": {display: true, requests: []string{appGET, resourceGET, resourceGET},
+			text:     []string{"Onboarding gpu-east-1", "First failed boundary: Certificates (StaleCertificateRequest)", ladder},
+			unwanted: []string{"all onboarding contracts hold", "Cannot read"}},
+		"spoke application with decoys first": {display: true, requests: []string{resourceGET, resourceGET},
+			text:     []string{"Onboarding managed by Application spoke-gpu-east-1, read ", "First failed boundary: Certificates", ladder},
+			unwanted: []string{"all onboarding contracts hold", "Cannot read"}},
+		"only decoys": {display: true, requests: []string{appGET, appGET},
+			text: []string{"Cannot read the Onboarding: Application spoke-gpu-east-1 manages no spokeforge.io Onboarding gpu-east-1 yet."}, unwanted: []string{ladder}},
+		"spoke application with only decoys":      {},
+		"workload application with an Onboarding": {},
 		"not JSON": {display: true, requests: []string{appGET, appGET},
 			text: []string{"Cannot read the Onboarding: Argo CD's answer is not JSON."}, unwanted: []string{ladder, "<html>"}},
 		"manifest broken": {display: true, requests: []string{appGET, resourceGET, appGET, resourceGET},

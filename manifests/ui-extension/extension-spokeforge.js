@@ -21,7 +21,18 @@
 // the object's own (get), so a condition type, boundary name or result such as "constructor" or
 // "__proto__" names nothing but itself; lookups by such a value go through a Map or an own-property
 // check; every value is type-checked before use; and anything the tab still cannot read shows a
-// "cannot read" line instead of blanking it.
+// "cannot read" line instead of blanking it. Whoever writes the object can make it as large as the
+// API server takes (and the CRD's bounds are the spoke's to change), so what is read and rendered is
+// bounded whatever the status holds: lists are read up to MAX_SCAN entries, at most MAX_ROWS
+// boundaries and MAX_EVIDENCE evidence items are rendered, texts are cut with an ellipsis, a
+// message makes at most MAX_CODE code spans, and what was left out is counted ("N more not shown").
+// Nothing walks a value to an arbitrary depth, and nothing from the status is JSON.stringify'd:
+// a hostile status of 500,000 entries and 10 MB strings renders in milliseconds into a few
+// hundred elements (TestUIExtensionBoundedStatus).
+// The Onboarding shown is the one spokeforge renders for the spoke: named after the cluster,
+// cluster-scoped, in the spoke Application spoke-<cluster>. An object written beside it (render
+// refuses an overlay that adds one; anyone with write access to the spoke can still create one) is
+// never the one the app view reads, and its own tab says it is not the spoke's.
 ((window) => {
   const React = window.React;
   const api = window.extensionsAPI;
@@ -50,15 +61,28 @@
   const get = (o, k) => (isObj(o) && has(o, k) ? o[k] : undefined);
   const str = (v) => (typeof v === 'string' ? v : typeof v === 'number' && isFinite(v) ? String(v) : '');
   const arr = (v) => (Array.isArray(v) ? v : []);
+  // scan: the first MAX_SCAN entries of a list, which is all a status from spokeforge's agent has
+  // (at most 8 conditions, 7 boundaries, 16 evidence items).
+  const MAX_SCAN = 256;
+  const scan = (v) => arr(v).slice(0, MAX_SCAN);
   // A count or generation: a non-negative safe integer, or its decimal string; anything else 0.
   const count = (v) => {
     const n = typeof v === 'number' ? v : typeof v === 'string' && /^[0-9]{1,16}$/.test(v) ? Number(v) : NaN;
     return Number.isSafeInteger(n) && n >= 0 ? n : 0;
   };
-  // Messages are shown up to 8 KiB, evidence up to 50 items: a spoke cannot make the tab unusable.
-  const MAX_TEXT = 8192;
-  const MAX_EVIDENCE = 50;
-  const clip = (s) => (s.length > MAX_TEXT ? s.slice(0, MAX_TEXT) + '… (' + s.length + ' characters)' : s);
+  // What is rendered at most, a little over what spokeforge's agent writes (v1alpha1.MaxEvidence*):
+  // a spoke cannot make the tab unusable.
+  const MAX_TEXT = 8192; // a message
+  const MAX_NAME = 256; // a name, reason, evidence check or version
+  const MAX_DETAIL = 1024; // an evidence item's detail
+  const MAX_EVIDENCE = 16; // evidence items of a boundary
+  const MAX_ROWS = 16; // boundaries in the ladder (spokeforge declares 7)
+  const MAX_CODE = 16; // code spans of one message
+  const clip = (s, max) => {
+    const n = max || MAX_TEXT;
+    return s.length > n ? s.slice(0, n) + '… (' + s.length + ' characters)' : s;
+  };
+  const short = (s) => clip(s, MAX_NAME);
 
   // Condition status and severity (healthchecks/status.go): True holds; False with severity
   // Warning is pending (being retried); other False failed; Unknown was not checked.
@@ -70,8 +94,11 @@
     return 'unknown';
   };
 
+  // Only a string as long as a date-time is parsed.
   const parseTime = (v) => {
-    const t = Date.parse(str(v));
+    const s = str(v);
+    if (s.length > 64) return null;
+    const t = Date.parse(s);
     return isNaN(t) ? null : new Date(t);
   };
   const relative = (d) => {
@@ -92,15 +119,20 @@
     const at = get(bs, 'nextRetryTime');
     // Only a date-time string: Date.parse would read a number as a year.
     if (typeof at === 'string' && new RegExp('^' + RFC3339 + '$').test(at) && parseTime(at)) return {at, source: 'status'};
-    const m = new RegExp('retries at (' + RFC3339 + ')').exec(message);
+    const m = new RegExp('retries at (' + RFC3339 + ')').exec(message.slice(0, MAX_TEXT));
     return m ? {at: m[1], source: 'message'} : null;
   };
   // status.boundaries[].evidence (healthchecks/status.go): the items naming a check; [] when absent.
-  const evidenceOf = (bs) => arr(get(bs, 'evidence')).filter((e) => str(get(e, 'check')));
+  const evidenceOf = (bs) => scan(get(bs, 'evidence')).filter((e) => str(get(e, 'check')));
   const RESULTS = table({Passed: 'holds', Failed: 'failed', Pending: 'pending', NotChecked: 'unknown'});
-  // Commands in the agent's messages are in backticks: shown as code, so they can be copied.
-  const text = (message) =>
-    clip(message).split('`').map((part, i) => (i % 2 ? h('code', {key: i, className: 'spokeforge-contracts__command'}, part) : part));
+  // Commands in the agent's messages are in backticks: shown as code, so they can be copied; past
+  // MAX_CODE spans the rest is plain text.
+  const text = (message, max) => {
+    const parts = clip(message, max).split('`');
+    const shown = parts.slice(0, 2 * MAX_CODE);
+    if (parts.length > shown.length) shown.push(parts.slice(shown.length).join('`'));
+    return shown.map((part, i) => (i % 2 ? h('code', {key: i, className: 'spokeforge-contracts__command'}, part) : part));
+  };
 
   const wrap = {overflowWrap: 'anywhere', wordBreak: 'break-word', whiteSpace: 'pre-wrap'};
   const badge = (state) => {
@@ -117,11 +149,11 @@
         const result = str(get(e, 'result'));
         const s = stateStyle(own(RESULTS, result, 'unknown'));
         const detail = str(get(e, 'detail'));
-        return h('li', {key: i, className: 'spokeforge-contracts__evidence-item', 'data-result': result, style: {marginBottom: '3px', ...wrap}},
+        return h('li', {key: i, className: 'spokeforge-contracts__evidence-item', 'data-result': short(result), style: {marginBottom: '3px', ...wrap}},
           h('i', {className: 'fa ' + s.icon, title: s.label, style: {color: s.color, marginRight: '5px'}}),
-          h('b', null, clip(str(get(e, 'check')))), detail ? ': ' : '', text(detail));
+          h('b', null, short(str(get(e, 'check')))), detail ? ': ' : '', text(detail, MAX_DETAIL));
       }),
-      omitted > 0 ? h('li', {key: 'omitted', style: {color: '#6D7F8B'}}, 'and ' + omitted + ' more') : null);
+      omitted > 0 ? h('li', {key: 'omitted', className: 'spokeforge-contracts__omitted', style: {color: '#6D7F8B'}}, 'and ' + omitted + ' more not shown') : null);
 
   const retryLine = (className, retry) =>
     h('div', {className, 'data-source': retry.source, style: {marginTop: '5px'}}, 'Next automatic retry: ', when(retry.at));
@@ -132,10 +164,10 @@
     const message = str(get(cond, 'message'));
     const reason = str(get(cond, 'reason'));
     const retry = nextRetry(bs, message);
-    return h('div', {className: 'spokeforge-contracts__first-failed', 'data-boundary': boundary,
+    return h('div', {className: 'spokeforge-contracts__first-failed', 'data-boundary': short(boundary),
       style: {borderLeft: '6px solid ' + s.color, background: '#fff', padding: '10px 15px', margin: '0 0 15px', boxShadow: '1px 1px 3px rgba(0,0,0,.1)'}},
-      h('div', {style: {fontSize: '15px', marginBottom: '5px'}}, badge(state), ' First failed boundary: ', h('b', null, clip(boundary)),
-        reason ? ' (' + clip(reason) + ')' : ''),
+      h('div', {style: {fontSize: '15px', marginBottom: '5px'}}, badge(state), ' First failed boundary: ', h('b', null, short(boundary)),
+        reason ? ' (' + short(reason) + ')' : ''),
       message ? h('div', {className: 'spokeforge-contracts__hint', style: wrap}, text(message)) : null,
       retry ? retryLine('spokeforge-contracts__next-retry', retry) : null,
       ready ? h('div', {style: {marginTop: '5px', color: '#6D7F8B', ...wrap}}, clip(ready)) : null);
@@ -147,12 +179,14 @@
     const items = evidenceOf(bs);
     // The first failed boundary's retry is in the box above the ladder.
     const retry = cond && !first ? nextRetry(bs, message) : null;
-    const omitted = count(get(bs, 'evidenceOmitted')) + Math.max(items.length - MAX_EVIDENCE, 0);
-    return h('tr', {key: boundary, className: 'spokeforge-contracts__boundary', 'data-boundary': boundary, 'data-state': state,
+    // Items past MAX_EVIDENCE, and past the scan, are counted as not shown.
+    const listed = arr(get(bs, 'evidence')).length;
+    const omitted = count(get(bs, 'evidenceOmitted')) + Math.max(items.length - MAX_EVIDENCE, 0) + Math.max(listed - MAX_SCAN, 0);
+    return h('tr', {key: boundary, className: 'spokeforge-contracts__boundary', 'data-boundary': short(boundary), 'data-state': state,
       style: {borderLeft: '4px solid ' + stateStyle(state).color, background: first ? 'rgba(233,109,118,.08)' : undefined, verticalAlign: 'top'}},
-      h('td', {style: {padding: '8px', fontWeight: 600, ...wrap}}, clip(boundary)),
+      h('td', {style: {padding: '8px', fontWeight: 600, ...wrap}}, short(boundary)),
       h('td', {style: {padding: '8px'}}, badge(state)),
-      h('td', {style: {padding: '8px', ...wrap}}, clip(str(get(cond, 'reason')))),
+      h('td', {style: {padding: '8px', ...wrap}}, short(str(get(cond, 'reason')))),
       h('td', {style: {padding: '8px', ...wrap}},
         !cond ? 'not checked yet' : items.length ? evidence(items, omitted) : text(message),
         retry ? retryLine('spokeforge-contracts__row-retry', retry) : null),
@@ -162,11 +196,33 @@
   // Conditions by type and boundaries by name, the first of each: Maps, so any name is only a key.
   const byName = (items, field) => {
     const m = new Map();
-    items.forEach((item) => {
+    scan(items).forEach((item) => {
       const name = str(get(item, field));
       if (name && !m.has(name)) m.set(name, item);
     });
     return m;
+  };
+
+  // The Onboarding spokeforge renders for a cluster (internal/names, cmp/render/templates/
+  // spoke.yaml.tmpl): named after the cluster, cluster-scoped, managed by its spoke Application.
+  const SPOKE_APP = 'spoke-';
+  const isKind = (r, group, kind) => get(r, 'group') === group && get(r, 'kind') === kind && str(get(r, 'name')) !== '';
+  const isSpokeOnboarding = (r, cluster) => isKind(r, 'spokeforge.io', 'Onboarding') && get(r, 'name') === cluster && str(get(r, 'namespace')) === '';
+  // notTheSpokes: why the Onboarding res, shown on the page of Application app, is not the one
+  // spokeforge renders for that spoke; '' when it is, or when no Application is known.
+  const notTheSpokes = (app, res) => {
+    const meta = get(res, 'metadata');
+    const appName = str(get(get(app, 'metadata'), 'name'));
+    if (!appName || (appName === SPOKE_APP + str(get(meta, 'name')) && str(get(meta, 'namespace')) === '')) return '';
+    return appName.startsWith(SPOKE_APP) && appName.length > SPOKE_APP.length
+      ? 'This is not the Onboarding spokeforge renders for Application ' + short(appName) + ' (that one is ' + short(appName.slice(SPOKE_APP.length)) +
+        ', cluster-scoped): something else added it, and its status says nothing about the spoke.'
+      : 'This Onboarding is not managed by a spoke Application (spoke-<cluster>) but by ' + short(appName) + ': its status is not what spokeforge reads for a spoke.';
+  };
+  // listed: a line for a list longer than what is read or rendered.
+  const listed = (what, v, shown) => {
+    const n = arr(v).length;
+    return n > shown ? h('li', {key: what}, what + ' lists ' + n + ' entries: ' + (n - shown) + ' more not shown.') : null;
   };
 
   const render = (props) => {
@@ -175,11 +231,14 @@
     const spec = get(res, 'spec');
     const status = get(res, 'status');
     const conditions = get(status, 'conditions');
-    const conds = byName(arr(conditions), 'type');
-    const boundaries = byName(arr(get(status, 'boundaries')), 'name');
+    const conds = byName(conditions, 'type');
+    const boundaries = byName(get(status, 'boundaries'), 'name');
     // Declared boundaries, each once (a repeated name would repeat a React key).
-    const declared = Array.from(new Set(arr(get(spec, 'boundaries')).filter((b) => typeof b === 'string' && b)));
-    const order = declared.length ? declared : BOUNDARIES;
+    const declared = Array.from(new Set(scan(get(spec, 'boundaries')).filter((b) => typeof b === 'string' && b)));
+    const order = (declared.length ? declared : BOUNDARIES).slice(0, MAX_ROWS);
+    const foreign = notTheSpokes(get(props, 'application'), res);
+    const omitted = [listed('status.conditions', conditions, MAX_SCAN), listed('status.boundaries', get(status, 'boundaries'), MAX_SCAN),
+      declared.length > MAX_ROWS ? listed('spec.boundaries', get(spec, 'boundaries'), MAX_ROWS) : null].filter((x) => x);
     const checked = conds.size > 0 || parseTime(get(status, 'checkedAt'));
     const firstFailed = str(get(status, 'firstFailedBoundary'));
     const ready = conds.get('Ready');
@@ -194,12 +253,19 @@
 
     return h('div', {className: 'spokeforge-contracts', style: {padding: '15px 0'}},
       h('div', {className: 'spokeforge-contracts__summary', style: {marginBottom: '10px'}},
-        h('span', {style: {fontSize: '16px', marginRight: '10px'}}, 'Onboarding ', h('b', null, clip(str(get(meta, 'name'))) || '?')),
+        h('span', {style: {fontSize: '16px', marginRight: '10px'}}, 'Onboarding ', h('b', null, short(str(get(meta, 'name'))) || '?')),
         checked
           ? h('span', null, 'last checked ', when(get(status, 'checkedAt')) || 'at an unknown time')
           : h('span', {className: 'spokeforge-contracts__unchecked'}, 'Not checked yet: the spokeforge agent in the spoke has not written this status.')),
+      foreign
+        ? h('div', {className: 'spokeforge-contracts__not-the-spokes', style: {marginBottom: '10px', color: '#E96D76', fontWeight: 600, ...wrap}},
+          h('i', {className: 'fa fa-exclamation-triangle', style: {marginRight: '5px'}}), foreign)
+        : null,
       unreadable
         ? h('div', {className: 'spokeforge-contracts__unreadable', style: {marginBottom: '10px', color: '#E96D76'}}, 'Cannot read this status: ' + unreadable + '.')
+        : null,
+      omitted.length
+        ? h('ul', {className: 'spokeforge-contracts__omitted', style: {margin: '0 0 10px', padding: 0, listStyle: 'none', color: '#6D7F8B'}}, omitted)
         : null,
       get(spec, 'stabilization') === true
         ? h('div', {className: 'spokeforge-contracts__stabilization', style: {marginBottom: '10px', color: '#6D7F8B'}},
@@ -223,7 +289,7 @@
       h('div', {className: 'spokeforge-contracts__connected', style: {marginTop: '15px', color: '#6D7F8B'}},
         'Connected: ',
         version || nodeCount !== undefined
-          ? [h('span', {key: 'v'}, 'Kubernetes ' + (clip(version) || '(unknown version)') + ', ' +
+          ? [h('span', {key: 'v'}, 'Kubernetes ' + (short(version) || '(unknown version)') + ', ' +
               (typeof nodeCount === 'number' && isFinite(nodeCount) ? nodeCount : '?') + ' nodes, read '), h('span', {key: 't'}, when(get(connected, 'checkedAt')) || 'at an unknown time')]
           : 'not read yet'));
   };
@@ -243,15 +309,16 @@
   // The app view: the ladder as a view of the Application page, beside the tree, pods, network
   // and list views. It shows on the app-of-apps registry-<cluster> (labelled spokeforge.io/cluster,
   // examples/gitops/hub/clusters-appset.yaml) whose child spoke Application spoke-<cluster>
-  // (internal/names) manages the cluster's Onboarding, and on an Application that manages an
-  // Onboarding itself. A view gets only the Application and its resource tree, and the Onboarding
+  // (internal/names) manages the cluster's Onboarding, and on a spoke Application spoke-<cluster>
+  // that manages an Onboarding. Either way it reads the Onboarding named <cluster>, cluster-scoped,
+  // and no other, whatever else the spoke Application lists and in whichever order: another
+  // Onboarding beside it cannot take its place. A view gets only the Application and its resource tree, and the Onboarding
   // lives on the spoke, in the child's tree: it is read as the UI reads a resource for its panel,
   // through Argo CD's API with the user's session (GET /api/v1/applications/<child> for the
   // child's managed resources, then GET /api/v1/applications/<child>/resource for the Onboarding's
   // live state) and nothing else. It is read again every 15 s, and at once when the watched
   // resource's health or sync status changes in the Application shown.
   const REFRESH_MS = 15000;
-  const isKind = (r, group, kind) => get(r, 'group') === group && get(r, 'kind') === kind && str(get(r, 'name')) !== '';
   const ref = (r) => ({name: str(get(r, 'name')), namespace: str(get(r, 'namespace')), version: str(get(r, 'version'))});
   // watchedState: the resource's health and sync status, which trigger a read at once when they change.
   // Health comes from the resource tree: since v3.0 Argo CD keeps none in status.resources
@@ -262,20 +329,23 @@
     return str(get(get(node, 'health'), 'status')) + '/' + str(get(r, 'status'));
   };
 
-  // sourceOf: the Application whose Onboarding the view of app (with its resource tree) shows, or
-  // null for none.
+  // sourceOf: the spoke Application and cluster whose Onboarding the view of app (with its
+  // resource tree) shows, or null for none.
   const sourceOf = (app, tree) => {
     const meta = get(app, 'metadata');
     const name = str(get(meta, 'name'));
     const namespace = str(get(meta, 'namespace'));
     const resources = arr(get(get(app, 'status'), 'resources'));
     if (!name) return null;
-    const own = resources.find((r) => isKind(r, 'spokeforge.io', 'Onboarding'));
-    if (own) return {app: name, appNamespace: namespace, onboarding: ref(own), via: '', state: watchedState(own, tree)};
+    if (name.startsWith(SPOKE_APP) && name.length > SPOKE_APP.length) {
+      const cluster = name.slice(SPOKE_APP.length);
+      const own = resources.find((r) => isSpokeOnboarding(r, cluster));
+      if (own) return {app: name, appNamespace: namespace, cluster, onboarding: ref(own), via: '', state: watchedState(own, tree)};
+    }
     const cluster = str(get(get(meta, 'labels'), 'spokeforge.io/cluster'));
-    const child = cluster ? resources.find((r) => isKind(r, 'argoproj.io', 'Application') && get(r, 'name') === 'spoke-' + cluster) : undefined;
+    const child = cluster ? resources.find((r) => isKind(r, 'argoproj.io', 'Application') && get(r, 'name') === SPOKE_APP + cluster) : undefined;
     if (!child) return null;
-    return {app: 'spoke-' + cluster, appNamespace: str(get(child, 'namespace')) || namespace, onboarding: null, via: name, state: watchedState(child, tree)};
+    return {app: SPOKE_APP + cluster, appNamespace: str(get(child, 'namespace')) || namespace, cluster, onboarding: null, via: name, state: watchedState(child, tree)};
   };
   const shouldDisplay = (app) => {
     try {
@@ -291,10 +361,13 @@
     Object.keys(query).forEach((k) => url.searchParams.set(k, query[k]));
     return url.toString();
   };
-  // readJSON: a GET of Argo CD's API, parsed; an HTTP error carries the API's message.
+  // readJSON: a GET of Argo CD's API, parsed; an HTTP error carries the API's message. An answer
+  // over MAX_ANSWER characters (far over the API server's object size limit) is not parsed.
+  const MAX_ANSWER = 8 << 20;
   const readJSON = (url) =>
     window.fetch(url, {credentials: 'same-origin', headers: {Accept: 'application/json'}}).then((res) =>
       res.text().then((body) => {
+        if (body.length > MAX_ANSWER) throw new Error('Argo CD\'s answer is ' + body.length + ' characters long, more than the view reads');
         let v;
         try {
           v = JSON.parse(body);
@@ -305,12 +378,12 @@
         if (v === undefined) throw new Error('Argo CD\'s answer is not JSON');
         return v;
       }));
-  // readOnboarding: the Onboarding src.app manages, found in its managed resources unless known;
+  // readOnboarding: the cluster's Onboarding, found in src.app's managed resources unless known;
   // null when the view was closed (live() false) before it was read.
   const readOnboarding = (src, known, live) =>
     (known ? Promise.resolve(known) : readJSON(apiURL(src.app, '', {appNamespace: src.appNamespace})).then((app) => {
-      const r = arr(get(get(app, 'status'), 'resources')).find((x) => isKind(x, 'spokeforge.io', 'Onboarding'));
-      if (!r) throw new Error('Application ' + src.app + ' manages no spokeforge.io Onboarding yet');
+      const r = arr(get(get(app, 'status'), 'resources')).find((x) => isSpokeOnboarding(x, src.cluster));
+      if (!r) throw new Error('Application ' + src.app + ' manages no spokeforge.io Onboarding ' + src.cluster + ' yet');
       return ref(r);
     })).then((ob) => !live() ? null :
       readJSON(apiURL(src.app, '/resource', {appNamespace: src.appNamespace, namespace: ob.namespace, resourceName: ob.name,
@@ -328,7 +401,8 @@
     const src = sourceOf(get(props, 'application'), get(props, 'tree'));
     // The last Onboarding read, when, and the last error (cleared by a good read).
     const [read, setRead] = React.useState({resource: undefined, at: '', error: ''});
-    const key = src ? [src.app, src.appNamespace, src.state, JSON.stringify(src.onboarding)].join('\n') : '';
+    const ob = src && src.onboarding;
+    const key = src ? [src.app, src.appNamespace, src.cluster, src.state, ob ? [ob.name, ob.namespace, ob.version].join('/') : ''].join('\n') : '';
     React.useEffect(() => {
       if (!src) return undefined;
       let live = true;
@@ -363,7 +437,7 @@
     }
     return h('div', {className: 'spokeforge-contracts-view', style: {padding: '0 15px'}},
       h('div', {className: 'spokeforge-contracts__source', style: {marginTop: '15px', color: '#6D7F8B', ...wrap}},
-        'Onboarding managed by Application ', h('b', null, clip(src.app)), src.via ? ' (the spoke Application of ' + clip(src.via) + ')' : '',
+        'Onboarding managed by Application ', h('b', null, short(src.app)), src.via ? ' (the spoke Application of ' + short(src.via) + ')' : '',
         read.at ? [h('span', {key: 'r'}, ', read '), h('span', {key: 't'}, when(read.at))] : null),
       read.error
         ? h('div', {className: 'spokeforge-contracts__unreadable', style: {marginTop: '10px', color: '#E96D76', ...wrap}}, 'Cannot read the Onboarding: ' + clip(read.error) + '.')
