@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/spokeforge/spokeforge/internal/onboarding"
 	"github.com/spokeforge/spokeforge/internal/safefile"
 )
 
@@ -494,12 +495,19 @@ var rbacKinds = map[string]bool{"Role": true, "ClusterRole": true, "RoleBinding"
 // result checks the overlay's output against the rendered base.
 func (c *overlayChecker) result(base []Object, out []*resource.Resource, inCluster bool) error {
 	got := map[objID]*resource.Resource{}
+	var ids []objID // in output order, so the first refusal is always the same one
 	for _, r := range out {
 		g, _, _ := strings.Cut(r.GetApiVersion(), "/")
 		if !strings.Contains(r.GetApiVersion(), "/") {
 			g = ""
 		}
-		got[objID{g, r.GetKind(), r.GetNamespace(), r.GetName()}] = r
+		id := objID{g, r.GetKind(), r.GetNamespace(), r.GetName()}
+		if _, twice := got[id]; twice {
+			// kustomize tells objects apart by version too; the API server does not.
+			return c.fail(c.root, 0, "the overlay adds a second %s (apiVersion %s): the cluster holds one object of that name", id, r.GetApiVersion())
+		}
+		got[id] = r
+		ids = append(ids, id)
 	}
 	baseIDs := map[objID]Object{}
 	var missing []objID
@@ -516,15 +524,22 @@ func (c *overlayChecker) result(base []Object, out []*resource.Resource, inClust
 			id, baseIDs[id].Boundary, c.naming(id.name))
 	}
 	if !inCluster {
-		for id := range got {
-			if _, rendered := baseIDs[id]; !rendered && id.kind == "Secret" && id.group == "" {
+		for _, id := range ids {
+			if _, rendered := baseIDs[id]; rendered {
+				continue
+			}
+			if id.kind == "Secret" && id.group == "" {
 				return c.fail(c.root, 0, "the overlay adds %s: a Secret in the overlay puts a credential in git; list it in the record's spec.secrets", id)
+			}
+			if ownAPIGroup(id.group) {
+				return c.fail(c.root, 0, "the overlay adds %s: objects of spokeforge's own API (%s) are rendered by spokeforge alone; the spoke has one Onboarding, the one named after the cluster, and another beside it could stand for it in Argo CD and the UI",
+					id, onboarding.Group)
 			}
 		}
 		return nil
 	}
 	// The spoke is the management cluster: patch only, and never RBAC.
-	for id := range got {
+	for _, id := range ids {
 		if _, rendered := baseIDs[id]; !rendered {
 			return c.fail(c.root, 0, "the overlay adds %s to an inCluster record, whose spoke is the management cluster: overlays there may only patch rendered objects", id)
 		}
@@ -542,6 +557,13 @@ func (c *overlayChecker) result(base []Object, out []*resource.Resource, inClust
 		}
 	}
 	return nil
+}
+
+// ownAPIGroup: spokeforge's API group or one under it, in any case (the
+// API server refuses other spellings; a check need not depend on that).
+func ownAPIGroup(g string) bool {
+	g = strings.ToLower(g)
+	return g == onboarding.Group || strings.HasSuffix(g, "."+onboarding.Group)
 }
 
 // naming lists the patches whose text names the object, for the message.
