@@ -381,7 +381,8 @@ func TestArgoCDAPI(t *testing.T) {
 			_, _ = w.Write([]byte(`{"items":[{"name":"gpu-east-1","server":"https://10.20.0.10:6443","info":{"connectionState":{"status":"Successful","message":"","attemptedAt":"2026-12-07T11:59:50Z"},"serverVersion":"1.31","apiVersions":["v1"]}}]}`))
 		case r.URL.Path == "/api/v1/applications/spoke-gpu-east-1/resource":
 			q := r.URL.Query()
-			if q.Get("kind") != "Onboarding" || q.Get("group") != "spokeforge.io" || q.Get("resourceName") != "gpu-east-1" {
+			// The cluster's own Onboarding by name and (empty) namespace: never whichever is listed first.
+			if q.Get("kind") != "Onboarding" || q.Get("group") != "spokeforge.io" || q.Get("resourceName") != "gpu-east-1" || !q.Has("namespace") || q.Get("namespace") != "" {
 				t.Errorf("resource query %s", r.URL.RawQuery)
 			}
 			b, _ := json.Marshal(map[string]string{"manifest": ob})
