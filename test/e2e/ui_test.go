@@ -19,6 +19,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ContractsScreenshot is README's picture of the Contracts tab on a failing spoke, repo-relative.
@@ -198,10 +200,106 @@ func TestUIContracts(t *testing.T) {
 		t.Errorf("app view: Connected facts: %q", l.Connected)
 	}
 
+	checkDecoy(ctx, t, h, b, repo)
+
 	if errs := b.extensionErrors(); len(errs) > 0 {
 		t.Errorf("script errors from the extension: %s", strings.Join(errs, "\n"))
 	}
 	t.Logf("UI: browser test %s from the browser's start", time.Since(started).Round(time.Millisecond))
+}
+
+// checkDecoy puts a second Onboarding on the spoke, a-decoy, managed by an Application of its own
+// (render refuses one added by the spoke's overlay; the spoke's admin can still create one), and
+// writes it a status made to explode the tab within what the CRD and etcd take (1.5 MiB with the
+// managed fields): 4,000 conditions, a 128 KiB reason, messages of 32 KiB backticks, a 64 KiB
+// Kubernetes version. Its
+// Contracts tab says first that it is not the spoke's, and renders a bounded ladder (counted in
+// the page); the spoke's own app view still shows gpu-east-1.
+func checkDecoy(ctx context.Context, t *testing.T, h *Hub, b *browser, repo *GitRepo) {
+	t.Helper()
+	const decoyApp, decoy = "decoy-" + exampleSpoke, "a-decoy"
+	if err := repo.Commit("a decoy Onboarding", map[string]string{
+		"decoy/onboarding.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Onboarding\nmetadata: {name: " + decoy + "}\nspec: {cluster: " + exampleSpoke + "}\n",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Hub.Apply(ctx, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: %s, namespace: %s}
+spec:
+  project: default
+  source: {repoURL: %s, targetRevision: main, path: decoy}
+  destination: {name: %s}
+`, decoyApp, ArgoCDNamespace, repo.URL, SpokeClusterName)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ArgoCD(ctx, "app", "sync", decoyApp, "--timeout", "120"); err != nil {
+		t.Fatal(err)
+	}
+	conditions := make([]any, 0, 4002)
+	code := strings.Repeat("`a`", 32768/3)
+	conditions = append(conditions,
+		map[string]any{"type": "Identity", "status": "False", "reason": strings.Repeat("r", 128<<10), "message": code},
+		map[string]any{"type": "Ready", "status": "True", "message": code})
+	for i := range 4000 {
+		conditions = append(conditions, map[string]any{"type": fmt.Sprintf("T%d", i), "status": "False", "reason": "R", "message": "`x` `y`"})
+	}
+	status, err := json.Marshal(map[string]any{"status": map[string]any{"firstFailedBoundary": "Identity", "checkedAt": time.Now().UTC().Format(time.RFC3339),
+		"connected": map[string]any{"kubernetesVersion": strings.Repeat("v", 64<<10), "nodeCount": 1}, "conditions": conditions}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "spokeforge.io", Version: "v1alpha1", Resource: "onboardings"}
+	if _, err := h.Spoke.Dynamic.Resource(gvr).Patch(ctx, decoy, types.MergePatchType, status, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatalf("writing the decoy's status (%d bytes): %v", len(status), err)
+	}
+
+	if err := b.run(chromedp.Navigate("http://" + h.ServerAddr + "/applications/" + ArgoCDNamespace + "/" + decoyApp + "?view=tree")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor(t, "the decoy's node", time.Minute, exists(onboardingNode), eq("yes"))
+	b.open(t, onboardingNode, decoy)
+	opened := time.Now()
+	b.click(t, contractsTab)
+	const tabJS = `JSON.stringify((() => {
+	const tab = document.querySelector('.spokeforge-contracts');
+	if (!tab) return {};
+	return {elements: tab.querySelectorAll('*').length, chars: tab.textContent.length,
+		warning: (tab.querySelector('.spokeforge-contracts__not-the-spokes') || {}).textContent || '',
+		omitted: (tab.querySelector('.spokeforge-contracts__omitted') || {}).textContent || '',
+		first: (tab.querySelector('.spokeforge-contracts__first-failed') || {}).textContent || ''};
+})())`
+	var got struct {
+		Elements, Chars         int
+		Warning, Omitted, First string
+	}
+	b.waitFor(t, "the decoy's Contracts tab", time.Minute, tabJS, func(s string) bool {
+		return json.Unmarshal([]byte(s), &got) == nil && got.Omitted != ""
+	})
+	t.Logf("UI: the decoy's Contracts tab (4,002 conditions, %d bytes of status) in %s: %d elements, %d characters",
+		len(status), time.Since(opened).Round(time.Millisecond), got.Elements, got.Chars)
+	if got.Elements > 2000 || got.Chars > 256<<10 {
+		t.Errorf("the decoy's tab has %d elements and %d characters", got.Elements, got.Chars)
+	}
+	for _, c := range []struct{ what, text, want string }{
+		{"warning", got.Warning, "This Onboarding is not managed by a spoke Application (spoke-<cluster>) but by " + decoyApp},
+		{"omitted", got.Omitted, "status.conditions lists 4002 entries: 3746 more not shown."},
+		{"first failed", got.First, "… (131072 characters)"},
+	} {
+		if !strings.Contains(c.text, c.want) {
+			t.Errorf("the decoy's tab: %s %q lacks %q", c.what, c.text, c.want)
+		}
+	}
+
+	// The spoke's app view reads its own Onboarding, not the decoy.
+	if err := b.run(chromedp.Navigate("http://" + h.ServerAddr + "/applications/" + ArgoCDNamespace + "/" + exampleSpokeApp + "?view=Contracts")); err != nil {
+		t.Fatal(err)
+	}
+	b.waitLadder(t, "the spoke's own ladder in its app view", 2*time.Minute, func(l ladder) bool { return l.count("holds") == 7 && l.AllHold })
+	summary := b.eval(`((document.querySelector('.spokeforge-contracts__summary') || {}).textContent || "")`)
+	if !strings.HasPrefix(summary, "Onboarding "+exampleSpoke+"last checked") {
+		t.Errorf("the spoke's app view shows %q", summary)
+	}
 }
 
 // CSS selectors (an attribute value spells a newline \A) and JS expressions for the page.
