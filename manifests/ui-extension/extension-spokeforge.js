@@ -27,8 +27,8 @@
 // boundaries and MAX_EVIDENCE evidence items are rendered, texts are cut with an ellipsis, a
 // message makes at most MAX_CODE code spans, and what was left out is counted ("N more not shown").
 // Nothing walks a value to an arbitrary depth, and nothing from the status is JSON.stringify'd:
-// a hostile status of 500,000 entries and 10 MB strings renders in milliseconds into a few
-// hundred elements (TestUIExtensionBoundedStatus).
+// a hostile status of 500,000 entries or of 10 MB strings renders in well under a second into a
+// few hundred elements (TestUIExtensionBoundedStatus).
 // The Onboarding shown is the one spokeforge renders for the spoke: named after the cluster,
 // cluster-scoped, in the spoke Application spoke-<cluster>. An object written beside it (render
 // refuses an overlay that adds one; anyone with write access to the spoke can still create one) is
@@ -153,7 +153,7 @@
           h('i', {className: 'fa ' + s.icon, title: s.label, style: {color: s.color, marginRight: '5px'}}),
           h('b', null, short(str(get(e, 'check')))), detail ? ': ' : '', text(detail, MAX_DETAIL));
       }),
-      omitted > 0 ? h('li', {key: 'omitted', className: 'spokeforge-contracts__omitted', style: {color: '#6D7F8B'}}, 'and ' + omitted + ' more not shown') : null);
+      omitted > 0 ? h('li', {key: 'omitted', className: 'spokeforge-contracts__evidence-omitted', style: {color: '#6D7F8B'}}, 'and ' + omitted + ' more not shown') : null);
 
   const retryLine = (className, retry) =>
     h('div', {className, 'data-source': retry.source, style: {marginTop: '5px'}}, 'Next automatic retry: ', when(retry.at));
@@ -310,14 +310,14 @@
   // and list views. It shows on the app-of-apps registry-<cluster> (labelled spokeforge.io/cluster,
   // examples/gitops/hub/clusters-appset.yaml) whose child spoke Application spoke-<cluster>
   // (internal/names) manages the cluster's Onboarding, and on a spoke Application spoke-<cluster>
-  // that manages an Onboarding. Either way it reads the Onboarding named <cluster>, cluster-scoped,
-  // and no other, whatever else the spoke Application lists and in whichever order: another
-  // Onboarding beside it cannot take its place. A view gets only the Application and its resource tree, and the Onboarding
-  // lives on the spoke, in the child's tree: it is read as the UI reads a resource for its panel,
-  // through Argo CD's API with the user's session (GET /api/v1/applications/<child> for the
-  // child's managed resources, then GET /api/v1/applications/<child>/resource for the Onboarding's
-  // live state) and nothing else. It is read again every 15 s, and at once when the watched
-  // resource's health or sync status changes in the Application shown.
+  // that manages it. Either way it reads the Onboarding named <cluster>, cluster-scoped, and no
+  // other, whatever else the spoke Application lists and in whichever order: another Onboarding
+  // beside it cannot take its place. A view gets only the Application and its resource tree, and
+  // the Onboarding lives on the spoke, in the child's tree: it is read as the UI reads a resource
+  // for its panel, through Argo CD's API with the user's session (GET /api/v1/applications/<child>
+  // for the child's managed resources, then GET /api/v1/applications/<child>/resource for the
+  // Onboarding's live state) and nothing else. It is read again every 15 s, and at once when the
+  // watched resource's health or sync status changes in the Application shown.
   const REFRESH_MS = 15000;
   const ref = (r) => ({name: str(get(r, 'name')), namespace: str(get(r, 'namespace')), version: str(get(r, 'version'))});
   // watchedState: the resource's health and sync status, which trigger a read at once when they change.
