@@ -523,6 +523,20 @@ func (c *overlayChecker) result(base []Object, out []*resource.Resource, inClust
 		return c.fail(c.root, 0, "the overlay deletes, renames or moves %s, which spokeforge renders (boundary %s): an overlay may patch and add objects, not remove the spoke's contracts%s",
 			id, baseIDs[id].Boundary, c.naming(id.name))
 	}
+	for _, o := range base {
+		id := objectID(o.Obj)
+		if id.kind != "Onboarding" || id.group != onboarding.Group {
+			continue
+		}
+		m, err := got[id].Map()
+		if err != nil {
+			return err
+		}
+		if field := onboardingChange(o.Obj, m); field != "" {
+			return c.fail(c.root, 0, "the overlay changes %s (%s): an overlay may label and annotate the Onboarding, not change what it asks the spoke's agent to check or how Argo CD weighs its health%s",
+				id, field, c.naming(id.name))
+		}
+	}
 	if !inCluster {
 		for _, id := range ids {
 			if _, rendered := baseIDs[id]; rendered {
@@ -564,6 +578,54 @@ func (c *overlayChecker) result(base []Object, out []*resource.Resource, inClust
 func ownAPIGroup(g string) bool {
 	g = strings.ToLower(g)
 	return g == onboarding.Group || strings.HasSuffix(g, "."+onboarding.Group)
+}
+
+// onboardingChange names the first field of the Onboarding an overlay may
+// not change ("" for none): anything but its labels and annotations, and
+// those under argocd.argoproj.io/ (argocd.argoproj.io/ignore-healthcheck
+// would drop its health from the Application's).
+func onboardingChange(base, got map[string]any) string {
+	differs := func(a, b any) bool {
+		ja, _ := yamlv2.Marshal(normal(a))
+		jb, _ := yamlv2.Marshal(normal(b))
+		return !bytes.Equal(ja, jb)
+	}
+	for _, k := range unionKeys(base, got) {
+		if k != "metadata" && differs(base[k], got[k]) {
+			return k
+		}
+	}
+	bm, _ := base["metadata"].(map[string]any)
+	gm, _ := got["metadata"].(map[string]any)
+	for _, k := range unionKeys(bm, gm) {
+		if k == "labels" || k == "annotations" {
+			b, _ := bm[k].(map[string]any)
+			g, _ := gm[k].(map[string]any)
+			for _, key := range unionKeys(b, g) {
+				if strings.HasPrefix(key, "argocd.argoproj.io/") && differs(b[key], g[key]) {
+					return "metadata." + k + "." + key
+				}
+			}
+		} else if differs(bm[k], gm[k]) {
+			return "metadata." + k
+		}
+	}
+	return ""
+}
+
+// unionKeys: the keys of a and b, sorted, each once.
+func unionKeys(a, b map[string]any) []string {
+	var keys []string
+	for k := range a {
+		keys = append(keys, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // naming lists the patches whose text names the object, for the message.
