@@ -48,6 +48,9 @@ type treeWalk struct {
 	recBytes  int64 // record blobs listed
 	files     map[string]repo.Blob
 	refused   record.Errors
+	// trees: the directories read, by path ("." the root): each is read
+	// once, also when symlinks lead through it.
+	trees map[string]*object.Tree
 }
 
 // sizer tells an object's size without reading the object.
@@ -57,7 +60,7 @@ type sizer func(plumbing.Hash) (int64, error)
 // and size only: nothing outside the record paths is read, and a record is
 // read only when the loader asks (and has not seen its hash).
 func walkCommit(s storer.EncodedObjectStorer, sizes sizer, root plumbing.Hash) (map[string]repo.Blob, record.Errors, error) {
-	w := &treeWalk{s: s, sizes: sizes, files: map[string]repo.Blob{}}
+	w := &treeWalk{s: s, sizes: sizes, files: map[string]repo.Blob{}, trees: map[string]*object.Tree{}}
 	err := w.walk(root)
 	if errors.Is(err, errWalkBound) {
 		err = nil
@@ -88,6 +91,9 @@ func (w *treeWalk) missing(file string, err error) error {
 // tree reads the tree object h of directory dir once its size is within
 // the bounds.
 func (w *treeWalk) tree(dir string, h plumbing.Hash) (*object.Tree, error) {
+	if t, ok := w.trees[dir]; ok {
+		return t, nil
+	}
 	n, err := w.sizes(h)
 	if err != nil {
 		if err := w.missing(dir+"/", err); err != nil {
@@ -111,6 +117,7 @@ func (w *treeWalk) tree(dir string, h plumbing.Hash) (*object.Tree, error) {
 		w.fail(dir+"/", "has %d entries; at most %d are listed", len(t.Entries), repo.MaxDirEntries)
 		return nil, errWalkBound
 	}
+	w.trees[dir] = t
 	return t, nil
 }
 
@@ -178,7 +185,7 @@ func (w *treeWalk) walk(rootHash plumbing.Hash) error {
 				return err
 			}
 			if e, ok := entry(t, repo.ClusterFile); ok {
-				if err := w.record(dir, t, e); err != nil {
+				if err := w.record(dir, e); err != nil {
 					return err
 				}
 			}
@@ -223,7 +230,7 @@ func (w *treeWalk) records(dir string, t *object.Tree) error {
 			w.fail(p, "records are read from .yaml files only: rename it to %s.yaml", strings.TrimSuffix(e.Name, ext))
 		case ext != ".yaml":
 		default:
-			if err := w.record(dir, t, e); err != nil {
+			if err := w.record(dir, e); err != nil {
 				return err
 			}
 		}
@@ -231,10 +238,10 @@ func (w *treeWalk) records(dir string, t *object.Tree) error {
 	return nil
 }
 
-// record lists record e of directory dir (tree t): a file, or a symlink
-// followed only to a file inside dir (Argo CD's out-of-bounds rule). Its
+// record lists record e of directory dir: a file, or a symlink resolved
+// to a file inside dir (Argo CD's out-of-bounds rule). Its
 // size comes from the blob's header; the blob is read when the loader asks.
-func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error {
+func (w *treeWalk) record(dir string, e object.TreeEntry) error {
 	name := dir + "/" + e.Name
 	target := e
 	switch {
@@ -242,7 +249,7 @@ func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error 
 	case e.Mode == filemode.Symlink:
 		var ok bool
 		var err error
-		if target, ok, err = w.follow(dir, t, name, e); err != nil || !ok {
+		if target, ok, err = w.follow(dir, name, e); err != nil || !ok {
 			return err
 		}
 	default: // a directory or a submodule
@@ -268,43 +275,119 @@ func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error 
 	return nil
 }
 
-// follow resolves symlink e (at name, in directory dir whose tree is t) to
-// a file of dir; ok is false when it was refused.
-func (w *treeWalk) follow(dir string, t *object.Tree, name string, e object.TreeEntry) (object.TreeEntry, bool, error) {
-	n, err := w.sizes(e.Hash)
+// maxLinks bounds the symlinks one resolution follows, as Go's
+// filepath.EvalSymlinks (which validate's safefile.Read uses) does.
+const maxLinks = 255
+
+// follow resolves symlink e (at name, in directory dir) as
+// filepath.EvalSymlinks resolves it in a checkout: every link on the way
+// followed (a chain, a directory that is a link), ".." taken from the path
+// resolved so far; the result must be a regular file inside dir. ok is
+// false when it was refused.
+func (w *treeWalk) follow(dir, name string, e object.TreeEntry) (object.TreeEntry, bool, error) {
+	var dest []string // the resolved path, from the repo root
+	if dir != "." {
+		dest = strings.Split(dir, "/")
+	}
+	var queue []string
+	links := 0
+	link := e
+	for {
+		links++
+		if links > maxLinks {
+			w.fail(name, "is a symlink to a missing file or a loop")
+			return e, false, nil
+		}
+		n, err := w.sizes(link.Hash)
+		if err != nil {
+			return e, false, w.missing(name, err)
+		}
+		if n > maxLinkBytes {
+			w.fail(name, "is a symlink of %d bytes; at most %d are read", n, maxLinkBytes)
+			return e, false, nil
+		}
+		target, err := readBlob(w.s, link.Hash, maxLinkBytes)
+		if err != nil {
+			return e, false, fmt.Errorf("%s: %w", name, err)
+		}
+		if path.IsAbs(string(target)) {
+			w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
+			return e, false, nil
+		}
+		queue = append(strings.Split(string(target), "/"), queue...)
+		var found *object.TreeEntry
+		for found == nil && len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			switch c {
+			case "", ".":
+				continue
+			case "..":
+				if len(dest) == 0 {
+					w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
+					return e, false, nil
+				}
+				dest = dest[:len(dest)-1]
+				continue
+			}
+			t, err := w.treeAt(dest)
+			if err != nil {
+				return e, false, err
+			}
+			te, ok := entry(t, c)
+			switch {
+			case !ok:
+				w.fail(name, "is a symlink to a missing file or a loop")
+				return e, false, nil
+			case te.Mode == filemode.Symlink:
+				found = &te
+			case te.Mode == filemode.Dir:
+				dest = append(dest, c)
+			case isFile(te.Mode) && !nonEmpty(queue):
+				dest = append(dest, c)
+				if !strings.HasPrefix(strings.Join(dest, "/"), dir+"/") {
+					w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
+					return e, false, nil
+				}
+				return te, true, nil
+			default: // a file on the way, or a submodule
+				w.fail(name, "is a symlink to something that is not a regular file of the directory")
+				return e, false, nil
+			}
+		}
+		if found == nil { // the path ended on a directory
+			w.fail(name, "is a symlink to something that is not a regular file of the directory")
+			return e, false, nil
+		}
+		link = *found
+	}
+}
+
+// nonEmpty reports whether path components remain that name something.
+func nonEmpty(parts []string) bool {
+	for _, p := range parts {
+		if p != "" && p != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// treeAt is the tree of the directory at parts (from the root).
+func (w *treeWalk) treeAt(parts []string) (*object.Tree, error) {
+	key := strings.Join(parts, "/")
+	if len(parts) == 0 {
+		key = "."
+	}
+	if t, ok := w.trees[key]; ok {
+		return t, nil
+	}
+	parent, err := w.treeAt(parts[:len(parts)-1])
 	if err != nil {
-		return e, false, w.missing(name, err)
+		return nil, err
 	}
-	if n > maxLinkBytes {
-		w.fail(name, "is a symlink of %d bytes; at most %d are read", n, maxLinkBytes)
-		return e, false, nil
-	}
-	link, err := readBlob(w.s, e.Hash, maxLinkBytes)
-	if err != nil {
-		return e, false, fmt.Errorf("%s: %w", name, err)
-	}
-	resolved := path.Join(dir, string(link))
-	if path.IsAbs(string(link)) || !strings.HasPrefix(resolved, dir+"/") {
-		w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
-		return e, false, nil
-	}
-	parts := strings.Split(strings.TrimPrefix(resolved, dir+"/"), "/")
-	cur, sub := t, dir
-	for i, part := range parts {
-		te, ok := entry(cur, part)
-		if ok && i == len(parts)-1 && isFile(te.Mode) {
-			return te, true, nil
-		}
-		if !ok || te.Mode != filemode.Dir || i == len(parts)-1 {
-			break
-		}
-		sub += "/" + part
-		if cur, err = w.tree(sub, te.Hash); err != nil {
-			return e, false, err
-		}
-	}
-	w.fail(name, "is a symlink to something that is not a regular file of the directory")
-	return e, false, nil
+	te, _ := entry(parent, parts[len(parts)-1])
+	return w.tree(key, te.Hash)
 }
 
 // readBlob reads blob h, at most max bytes of it.
