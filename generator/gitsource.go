@@ -522,9 +522,9 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	sizes, closePacks := objectSizer(r.Storer)
+	store, sizes, closePacks := packedObjects(r.Storer)
 	defer closePacks()
-	files, refused, err := walkCommit(r.Storer, sizes, c.TreeHash)
+	files, refused, err := walkCommit(store, sizes, c.TreeHash)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -463,27 +464,32 @@ func resolveLocal(r *git.Repository, rev string) (plumbing.Hash, error) {
 	return h, fmt.Errorf("revision %q: too many nested tags", rev)
 }
 
-// objectSizer tells an object's size from its header: a loose object's
-// zlib header, a packed object's pack header, a fetched object's record
-// (packStorage). go-git's EncodedObjectSize inflates a packed delta's whole
-// data to read the target size at its start; packSizes reads only the first
-// bytes. close releases the pack files it opened.
-func objectSizer(s storer.EncodedObjectStorer) (sizes sizer, close func()) {
+// packedObjects reads a repository's objects for a walk: sizes tells an
+// object's size from its header (a loose object's zlib header, a packed
+// object's pack header, a fetched object's record in packStorage), and
+// store reads a packed delta with packReader. go-git's EncodedObjectSize
+// inflates a packed delta's whole data to read the target size at its
+// start, and its EncodedObject holds the delta's whole base in memory (a
+// record stored as a delta against a huge blob costs the blob); packSizes
+// reads only a delta's first bytes and the ranges of its bases the result
+// copies. close releases the pack files the sizes opened.
+func packedObjects(s storer.EncodedObjectStorer) (store storer.EncodedObjectStorer, sizes sizer, close func()) {
 	fs, ok := s.(*filesystem.Storage)
 	if !ok {
-		return s.EncodedObjectSize, func() {}
+		return s, s.EncodedObjectSize, func() {}
 	}
-	p := &packSizes{s: fs, dir: dotgit.New(fs.Filesystem()), open: map[plumbing.Hash]io.ReadSeekCloser{}}
-	return p.size, p.close
+	p := &packSizes{Storage: fs, dir: dotgit.New(fs.Filesystem()), open: map[plumbing.Hash]io.ReadSeekCloser{}}
+	return p, p.size, p.close
 }
 
-// packSizes reads object sizes from a repository's packs on disk.
+// packSizes reads object sizes and packed deltas from a repository's packs on disk.
 type packSizes struct {
-	s      *filesystem.Storage
+	*filesystem.Storage
 	dir    *dotgit.DotGit
 	packs  []plumbing.Hash
 	idx    []*idxfile.MemoryIndex
 	loaded bool
+	mu     sync.Mutex // loaded, packs and idx: a record is read when the loader asks, after the walk
 	open   map[plumbing.Hash]io.ReadSeekCloser
 }
 
@@ -494,6 +500,11 @@ func (p *packSizes) close() {
 }
 
 func (p *packSizes) load() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.loaded {
+		return nil
+	}
 	p.loaded = true
 	packs, err := p.dir.ObjectPacks()
 	if err != nil {
@@ -515,27 +526,83 @@ func (p *packSizes) load() error {
 	return nil
 }
 
-func (p *packSizes) size(h plumbing.Hash) (int64, error) {
-	if !p.loaded {
-		if err := p.load(); err != nil {
-			return 0, err
-		}
+// find is the pack holding h and h's offset in it.
+func (p *packSizes) find(h plumbing.Hash) (int, int64, bool, error) {
+	if err := p.load(); err != nil {
+		return 0, 0, false, err
 	}
 	for i, idx := range p.idx {
-		off, err := idx.FindOffset(h)
-		if err != nil {
-			continue
+		if off, err := idx.FindOffset(h); err == nil {
+			return i, off, true, nil
 		}
-		f, ok := p.open[p.packs[i]]
-		if !ok {
-			if f, err = p.dir.ObjectPack(p.packs[i]); err != nil {
-				return 0, err
-			}
-			p.open[p.packs[i]] = f
-		}
-		return packedSize(f, off)
 	}
-	return p.s.EncodedObjectSize(h) // a loose object: its header
+	return 0, 0, false, nil
+}
+
+func (p *packSizes) size(h plumbing.Hash) (int64, error) {
+	i, off, ok, err := p.find(h)
+	if err != nil || !ok {
+		if err != nil {
+			return 0, err
+		}
+		return p.Storage.EncodedObjectSize(h) // a loose object: its header
+	}
+	f, ok := p.open[p.packs[i]]
+	if !ok {
+		if f, err = p.dir.ObjectPack(p.packs[i]); err != nil {
+			return 0, err
+		}
+		p.open[p.packs[i]] = f
+	}
+	_, n, err := packedSize(f, off)
+	return n, err
+}
+
+// EncodedObject implements storer.EncodedObjectStorer: a packed delta is
+// rebuilt by packReader, anything else read by go-git.
+func (p *packSizes) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	i, off, ok, err := p.find(h)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return p.Storage.EncodedObject(t, h)
+	}
+	f, err := p.dir.ObjectPack(p.packs[i])
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	delta, n, err := packedSize(f, off)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	if !delta {
+		return p.Storage.EncodedObject(t, h)
+	}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, err
+	}
+	idx := p.idx[i]
+	r := &packReader{ra: f, size: end, offsetOf: func(h plumbing.Hash) (int64, bool) {
+		off, err := idx.FindOffset(h)
+		return off, err == nil
+	}}
+	b, ot, err := r.read(off, n)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	if t != plumbing.AnyObject && ot != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(ot)
+	o.SetSize(n)
+	if _, err := o.Write(b); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // errPrefix stops a copy once the prefix is read.
@@ -553,25 +620,25 @@ func (p *prefix) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// packedSize reads the size of the object at off of pack f: the header's
-// for a whole object, the delta's target size for a delta (its first bytes
-// inflated, never the rest).
-func packedSize(f io.ReadSeekCloser, off int64) (int64, error) {
+// packedSize reads the size of the object at off of pack f, and whether
+// it is a delta: the header's size for a whole object, the delta's target
+// size for a delta (its first bytes inflated, never the rest).
+func packedSize(f io.ReadSeeker, off int64) (bool, int64, error) {
 	sc := packfile.NewScanner(f)
 	oh, err := sc.SeekObjectHeader(off)
 	if err != nil {
-		return 0, err
+		return false, 0, err
 	}
 	if !oh.Type.IsDelta() {
-		return oh.Length, nil
+		return false, oh.Length, nil
 	}
 	var pre prefix
 	if _, _, err := sc.NextObject(&pre); err != nil && !errors.Is(err, errPrefix) {
-		return 0, err
+		return true, 0, err
 	}
 	n := deltaTargetSize(pre.b)
 	if n < 0 {
-		return 0, fmt.Errorf("a malformed delta at %d", off)
+		return true, 0, fmt.Errorf("a malformed delta at %d", off)
 	}
-	return n, nil
+	return true, n, nil
 }
