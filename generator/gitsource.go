@@ -291,9 +291,13 @@ func (g *GitSource) head(ctx context.Context) (string, error) {
 	return hash.String(), nil
 }
 
-// listRevision lists the remote's refs and resolves the revision among them.
+// listRevision resolves the revision on the remote: by its candidate refs
+// alone (lsRefs), or, from a server that lists them all, among all refs.
 func (g *GitSource) listRevision(ctx context.Context, remote *git.Remote, auth transport.AuthMethod) (plumbing.ReferenceName, plumbing.Hash, error) {
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := lsRefs(ctx, g.cfg.Repo, auth, g.cfg.Revision)
+	if errors.Is(err, errNoV2) {
+		refs, err = remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	}
 	if err != nil {
 		return "", plumbing.ZeroHash, fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
 	}
