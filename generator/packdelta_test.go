@@ -232,20 +232,25 @@ func objectOffsets(t *testing.T, pack []byte) []int64 {
 // times larger, but a pack pushed to the git server is served as it is.
 func commitRecordAsDelta(t *testing.T, g *gitRepo, rec []byte, huge int) string {
 	t.Helper()
-	st := g.r.Storer.(*filesystem.Storage)
 	big := patterned(huge, huge/2, string(rec))
-	pack := buildPack(t, []packObject{{plumbing.BlobObject, big, -1, false, nil}, {plumbing.BlobObject, rec, 0, false, nil}})
+	return commitPacked(t, g, map[string][]byte{"orgs/acme.yaml": rec, "docs/huge.bin": big},
+		[]packObject{{plumbing.BlobObject, big, -1, false, nil}, {plumbing.BlobObject, rec, 0, false, nil}})
+}
+
+// commitPacked stores objs in a pack of g and commits files (a path and
+// its content, one of objs) on HEAD; the records among them are written to
+// the work tree too.
+func commitPacked(t *testing.T, g *gitRepo, files map[string][]byte, objs []packObject) string {
+	t.Helper()
+	st := g.r.Storer.(*filesystem.Storage)
 	w, err := st.PackfileWriter()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Write(pack); err != nil {
+	if _, err := w.Write(buildPack(t, objs)); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(g.dir, "orgs", "acme.yaml"), rec, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	head, err := g.r.Head()
@@ -256,8 +261,15 @@ func commitRecordAsDelta(t *testing.T, g *gitRepo, rec []byte, huge int) string 
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := putEntry(t, st, c.TreeHash, []string{"orgs", "acme.yaml"}, blobHash(rec))
-	root = putEntry(t, st, root, []string{"docs", "huge.bin"}, blobHash(big))
+	root := c.TreeHash
+	for p, b := range files {
+		root = putEntry(t, st, root, strings.Split(p, "/"), blobHash(b))
+		if !strings.HasPrefix(p, "docs/") {
+			if err := os.WriteFile(filepath.Join(g.dir, filepath.FromSlash(p)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	return commitTree(t, st, g, root, head.Hash())
 }
 
