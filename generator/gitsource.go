@@ -479,8 +479,13 @@ func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, record.Erro
 	if same {
 		return hash.String(), nil, nil, nil
 	}
-	err = r.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Depth: 1, Tags: git.NoTags,
-		RefSpecs: []config.RefSpec{config.RefSpec("+" + ref.String() + ":refs/spokeforge/head")}})
+	// By protocol v2 the fetch names the commit alone; by v0 the server
+	// lists every ref again first.
+	err = fetchV2(ctx, g.cfg.Repo, auth, hash, storage.PackfileWriter)
+	if errors.Is(err, errNoV2) {
+		err = r.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Depth: 1, Tags: git.NoTags,
+			RefSpecs: []config.RefSpec{config.RefSpec("+" + ref.String() + ":refs/spokeforge/head")}})
+	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return "", nil, nil, fmt.Errorf("fetching %s from %s: %w", ref, redactURL(g.cfg.Repo), err)
 	}

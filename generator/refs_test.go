@@ -49,7 +49,10 @@ func addRefs(t testing.TB, g *gitRepo, n int) {
 }
 
 // httpRepo serves g over smart HTTP (git http-backend), as a git host does.
-func httpRepo(t testing.TB, g *gitRepo) (string, bool) {
+func httpRepo(t testing.TB, g *gitRepo) (string, bool) { return httpRepoV(t, g, true) }
+
+// httpRepoV serves g over smart HTTP, in protocol v0 only unless v2.
+func httpRepoV(t testing.TB, g *gitRepo, v2 bool) (string, bool) {
 	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
@@ -59,15 +62,22 @@ func httpRepo(t testing.TB, g *gitRepo) (string, bool) {
 	if _, err := os.Stat(backend); err != nil {
 		return "", false
 	}
-	srv := httptest.NewServer(&cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(g.dir), "GIT_HTTP_EXPORT_ALL=1"}})
+	backendHandler := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + filepath.Dir(g.dir), "GIT_HTTP_EXPORT_ALL=1"}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !v2 {
+			r.Header.Del("Git-Protocol")
+		}
+		backendHandler.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/" + filepath.Base(g.dir) + "/.git", true
 }
 
 // BenchmarkRefreshManyRefs: a refresh whose head did not move (what every
-// answer with ConfirmHead costs: one look at the tracked ref), beside 0 and
-// 10,000 refs the generator does not track, fetched over a file:// URL
-// and over smart HTTP (docs/benchmarks.md).
+// answer with ConfirmHead costs: one look at the tracked ref), and one
+// whose head moved (a look and a fetch), beside 0 and 10,000 refs the
+// generator does not track, over a file:// URL and over smart HTTP
+// (docs/benchmarks.md).
 func BenchmarkRefreshManyRefs(b *testing.B) {
 	for _, refs := range []int{0, 10000} {
 		g := newGitRepo(b)
@@ -77,25 +87,33 @@ func BenchmarkRefreshManyRefs(b *testing.B) {
 			modes = append(modes, struct{ name, repo string }{"http", u})
 		}
 		for _, mode := range modes {
-			b.Run(fmt.Sprintf("%s/refs=%d", mode.name, refs), func(b *testing.B) {
-				src, err := NewGitSource(GitConfig{Repo: mode.repo, Revision: "master", App: testSource})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if st, err := src.Refresh(context.Background()); err != nil || st.HeadError != "" {
-					b.Fatalf("%+v %v", st, err)
-				}
-				var total uint64
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					var st SourceStatus
-					total += allocated(func() { st, err = src.Refresh(context.Background()) })
-					if err != nil || st.HeadError != "" {
+			for _, moved := range []bool{false, true} {
+				head := map[bool]string{false: "unchanged", true: "moved"}[moved]
+				b.Run(fmt.Sprintf("%s/head=%s/refs=%d", mode.name, head, refs), func(b *testing.B) {
+					src, err := NewGitSource(GitConfig{Repo: mode.repo, Revision: "master", App: testSource})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if st, err := src.Refresh(context.Background()); err != nil || st.HeadError != "" {
 						b.Fatalf("%+v %v", st, err)
 					}
-				}
-				b.ReportMetric(float64(total)/float64(b.N), "B-alloc/refresh")
-			})
+					var total uint64
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if moved {
+							b.StopTimer()
+							g.commit(b, "moved", map[string]string{"docs/n.txt": fmt.Sprint(time.Now().UnixNano())})
+							b.StartTimer()
+						}
+						var st SourceStatus
+						total += allocated(func() { st, err = src.Refresh(context.Background()) })
+						if err != nil || st.HeadError != "" {
+							b.Fatalf("%+v %v", st, err)
+						}
+					}
+					b.ReportMetric(float64(total)/float64(b.N), "B-alloc/refresh")
+				})
+			}
 		}
 	}
 }
@@ -164,5 +182,39 @@ func TestLsRefsFallsBackToList(t *testing.T) {
 	}
 	if _, err := lsRefs(context.Background(), "ssh://git@example.invalid/r.git", nil, "master"); !errors.Is(err, errNoV2) {
 		t.Fatalf("ssh: %v, want errNoV2", err)
+	}
+}
+
+// TestGitSourceFetchesByEitherProtocol: over a server that speaks protocol
+// v2 and over one that speaks v0 only (go-git's listing and fetch), a
+// commit loads, a record packed as a delta against a huge blob among it.
+func TestGitSourceFetchesByEitherProtocol(t *testing.T) {
+	for _, v2 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) {
+			g := newGitRepo(t)
+			u, ok := httpRepoV(t, g, v2)
+			if !ok {
+				t.Skip("no git http-backend")
+			}
+			src, err := NewGitSource(GitConfig{Repo: u, Revision: "master", App: testSource})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st, err := src.Refresh(context.Background()); err != nil || st.HeadError != "" {
+				t.Fatalf("first refresh: %+v %v", st, err)
+			}
+			orig, err := os.ReadFile(filepath.Join(g.dir, "orgs", "acme.yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			head := commitRecordAsDelta(t, g, append(orig, "# v2 or not\n"...), 4<<20)
+			st, err := src.Refresh(context.Background())
+			if err != nil || st.Commit != head || st.HeadError != "" {
+				t.Fatalf("refresh: %+v %v", st, err)
+			}
+			if _, o, _ := mustSnapshotOf(t, src).Counts(); o != 2 {
+				t.Fatalf("%d orgs", o)
+			}
+		})
 	}
 }

@@ -55,16 +55,12 @@ func lsRefs(ctx context.Context, url string, auth transport.AuthMethod, rev stri
 		pkt(&req, "ref-prefix "+c.String()+"\n")
 	}
 	req.WriteString("0000")
-	var answer []string
-	var err error
-	switch {
-	case strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://"):
-		answer, err = lsRefsHTTP(ctx, url, auth, req.Bytes())
-	case strings.HasPrefix(url, "file://"):
-		answer, err = lsRefsFile(ctx, url, req.Bytes())
-	default:
-		return nil, errNoV2
+	rc, err := v2Command(ctx, url, auth, req.Bytes())
+	if err != nil {
+		return nil, err
 	}
+	answer, err := readPkts(bufio.NewReader(io.LimitReader(rc, maxLsRefsBytes)))
+	_ = rc.Close()
 	if err != nil {
 		return nil, err
 	}
@@ -90,36 +86,117 @@ func lsRefs(ctx context.Context, url string, auth transport.AuthMethod, rev stri
 // pkt writes s as one pkt-line.
 func pkt(w *bytes.Buffer, s string) { fmt.Fprintf(w, "%04x%s", len(s)+4, s) }
 
+// readPkt reads one pkt-line into buf (nil: a new one): its payload, or a special packet
+// (0 flush, 1 delimiter, 2 response end) with a nil payload.
+func readPkt(r *bufio.Reader, buf []byte) ([]byte, int, error) {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, 0, err
+	}
+	size, err := strconv.ParseUint(string(n[:]), 16, 16)
+	if err != nil {
+		return nil, 0, fmt.Errorf("a malformed pkt-line length %q", n[:])
+	}
+	if size < 4 {
+		return nil, int(size), nil
+	}
+	if buf == nil {
+		buf = make([]byte, size-4)
+	}
+	if int(size-4) > len(buf) {
+		return nil, 0, fmt.Errorf("a pkt-line of %d bytes", size)
+	}
+	b := buf[:size-4]
+	_, err = io.ReadFull(r, b)
+	return b, 0, err
+}
+
+// maxPkt is the largest pkt-line payload.
+const maxPkt = 65516
+
 // readPkts reads pkt-lines up to a flush; a delimiter or response end is an error here.
 func readPkts(r *bufio.Reader) ([]string, error) {
 	var out []string
 	for {
-		var n [4]byte
-		if _, err := io.ReadFull(r, n[:]); err != nil {
-			return nil, err
-		}
-		size, err := strconv.ParseUint(string(n[:]), 16, 16)
-		if err != nil {
-			return nil, fmt.Errorf("a malformed pkt-line length %q", n[:])
-		}
+		b, special, err := readPkt(r, nil)
 		switch {
-		case size == 0:
-			return out, nil
-		case size < 4:
-			return nil, fmt.Errorf("an unexpected special pkt-line %04x", size)
-		}
-		b := make([]byte, size-4)
-		if _, err := io.ReadFull(r, b); err != nil {
+		case err != nil:
 			return nil, err
+		case b == nil && special == 0:
+			return out, nil
+		case b == nil:
+			return nil, fmt.Errorf("an unexpected special pkt-line %04x", special)
 		}
 		out = append(out, strings.TrimSuffix(string(b), "\n"))
+	}
+}
+
+// fetchV2 fetches commit h alone (depth 1) with protocol v2's fetch, which
+// names no ref, and streams its pack into the writer open returns;
+// errNoV2 (nothing written) when the remote does not speak v2.
+func fetchV2(ctx context.Context, url string, auth transport.AuthMethod, h plumbing.Hash, open func() (io.WriteCloser, error)) error {
+	var req bytes.Buffer
+	pkt(&req, "command=fetch\n")
+	req.WriteString("0001")
+	for _, a := range []string{"ofs-delta", "no-progress", "deepen 1", "want " + h.String(), "done"} {
+		pkt(&req, a+"\n")
+	}
+	req.WriteString("0000")
+	rc, err := v2Command(ctx, url, auth, req.Bytes())
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	r := bufio.NewReader(rc)
+	buf := make([]byte, maxPkt)
+	var w io.WriteCloser
+	for {
+		b, special, err := readPkt(r, buf)
+		switch {
+		case err != nil:
+		case b == nil && special == 1: // the end of a section
+			continue
+		case b == nil && w != nil:
+			return w.Close()
+		case b == nil:
+			err = errors.New("the answer ended before its pack")
+		case bytes.HasPrefix(b, []byte("ERR ")):
+			err = fmt.Errorf("the server: %.200s", b[4:])
+		case w == nil && string(b) == "packfile\n":
+			w, err = open()
+		case w == nil: // shallow-info and its lines
+			continue
+		case len(b) > 0 && b[0] == 1:
+			_, err = w.Write(b[1:])
+		case len(b) > 0 && b[0] == 3:
+			err = fmt.Errorf("the server: %.200s", b[1:])
+		}
+		if err != nil {
+			if w != nil {
+				_ = w.Close()
+			}
+			return err
+		}
 	}
 }
 
 // isV2 reads a capability advertisement: "version 2" first, or another protocol.
 func isV2(lines []string) bool { return len(lines) > 0 && lines[0] == "version 2" }
 
-func lsRefsHTTP(ctx context.Context, url string, auth transport.AuthMethod, body []byte) ([]string, error) {
+// v2Command sends one protocol v2 command (body) and returns the answer's
+// stream, over smart HTTP or to git-upload-pack for a file:// URL;
+// errNoV2 when the remote does not speak v2.
+func v2Command(ctx context.Context, url string, auth transport.AuthMethod, body []byte) (io.ReadCloser, error) {
+	switch {
+	case strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://"):
+		return v2HTTP(ctx, url, auth, body)
+	case strings.HasPrefix(url, "file://"):
+		return v2File(ctx, url, body)
+	}
+	return nil, errNoV2
+}
+
+func v2HTTP(ctx context.Context, url string, auth transport.AuthMethod, body []byte) (io.ReadCloser, error) {
 	url = strings.TrimSuffix(url, "/")
 	do := func(method, u string, body io.Reader) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, method, u, body)
@@ -162,13 +239,12 @@ func lsRefsHTTP(ctx context.Context, url string, auth transport.AuthMethod, body
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	return readPkts(bufio.NewReader(io.LimitReader(resp.Body, maxLsRefsBytes)))
+	return resp.Body, nil
 }
 
-// lsRefsFile runs git-upload-pack on a file:// repository, as go-git's
-// file transport does.
-func lsRefsFile(ctx context.Context, url string, body []byte) ([]string, error) {
+// v2File runs git-upload-pack on a file:// repository, as go-git's file
+// transport does.
+func v2File(ctx context.Context, url string, body []byte) (io.ReadCloser, error) {
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
 		return nil, err
@@ -180,8 +256,6 @@ func lsRefsFile(ctx context.Context, url string, body []byte) ([]string, error) 
 	cmd := exec.CommandContext(ctx, bin, ep.Path)
 	cmd.Env = append(os.Environ(), "GIT_PROTOCOL=version=2")
 	cmd.Stdin = bytes.NewReader(body)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -189,18 +263,26 @@ func lsRefsFile(ctx context.Context, url string, body []byte) ([]string, error) 
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	r := bufio.NewReader(io.LimitReader(out, maxLsRefsBytes))
-	caps, err := readPkts(r)
-	var refs []string
-	if err == nil && isV2(caps) {
-		refs, err = readPkts(r)
-	} else if err == nil {
-		err = errNoV2
+	done := &processReader{Reader: bufio.NewReader(out), cmd: cmd}
+	caps, err := readPkts(done.Reader.(*bufio.Reader))
+	if err != nil || !isV2(caps) {
+		_ = done.Close()
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("git-upload-pack %s: %w", ep.Path, err)
+		}
+		return nil, errNoV2
 	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if err != nil && !errors.Is(err, errNoV2) {
-		return nil, fmt.Errorf("git-upload-pack %s: %w %s", ep.Path, err, strings.TrimSpace(stderr.String()))
-	}
-	return refs, err
+	return done, nil
+}
+
+// processReader is a command's output; closing it ends the command.
+type processReader struct {
+	io.Reader
+	cmd *exec.Cmd
+}
+
+func (p *processReader) Close() error {
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	return nil
 }
