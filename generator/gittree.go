@@ -489,8 +489,10 @@ type packSizes struct {
 	packs  []plumbing.Hash
 	idx    []*idxfile.MemoryIndex
 	loaded bool
-	mu     sync.Mutex // loaded, packs and idx: a record is read when the loader asks, after the walk
+	mu     sync.Mutex // loaded, packs, idx, inflated: a record is read when the loader asks, after the walk
 	open   map[plumbing.Hash]io.ReadSeekCloser
+	// inflated: bytes inflated rebuilding this commit's deltas (maxResolveBytes).
+	inflated int64
 }
 
 func (p *packSizes) close() {
@@ -585,11 +587,17 @@ func (p *packSizes) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumb
 		return nil, err
 	}
 	idx := p.idx[i]
-	r := &packReader{ra: f, size: end, offsetOf: func(h plumbing.Hash) (int64, bool) {
+	p.mu.Lock()
+	used := p.inflated
+	p.mu.Unlock()
+	r := &packReader{ra: f, size: end, inflated: used, offsetOf: func(h plumbing.Hash) (int64, bool) {
 		off, err := idx.FindOffset(h)
 		return off, err == nil
 	}}
 	b, ot, err := r.read(off, n)
+	p.mu.Lock()
+	p.inflated += r.inflated - used
+	p.mu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("object %s: %w", h, err)
 	}
