@@ -604,6 +604,11 @@ func (p *packSizes) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumb
 	if t != plumbing.AnyObject && ot != t {
 		return nil, plumbing.ErrObjectNotFound
 	}
+	// A fetched object is kept by the hash of what was rebuilt; this one
+	// is asked for by hash, so check it is what the tree names.
+	if got := plumbing.ComputeHash(ot, b); got != h {
+		return nil, fmt.Errorf("object %s: rebuilt from its pack as %s", h, got)
+	}
 	o := &plumbing.MemoryObject{}
 	o.SetType(ot)
 	o.SetSize(n)

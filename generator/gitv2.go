@@ -33,10 +33,10 @@ var errNoV2 = errors.New("the server does not speak git protocol v2")
 // maxLsRefsBytes bounds one ls-refs answer: a handful of refs.
 const maxLsRefsBytes = 1 << 20
 
-// lsRefsClient reaches git hosts as go-git does (the environment's proxy),
+// v2Client reaches git hosts as go-git does (the environment's proxy),
 // on a transport of its own: http.DefaultTransport carries the render
 // sandbox's guard, which refuses every request while a build runs.
-var lsRefsClient = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
+var v2Client = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
 	TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second, MaxIdleConns: 10}}
 
 // refCandidates are the ref names a revision may be, first match wins (resolveRef).
@@ -211,7 +211,7 @@ func v2HTTP(ctx context.Context, url string, auth transport.AuthMethod, body []b
 		if a, ok := auth.(*githttp.BasicAuth); ok && a != nil {
 			req.SetBasicAuth(a.Username, a.Password)
 		}
-		resp, err := lsRefsClient.Do(req)
+		resp, err := v2Client.Do(req)
 		if err != nil {
 			return nil, err
 		}
