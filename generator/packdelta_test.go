@@ -7,6 +7,7 @@ import (
 	"crypto/sha1"
 	"encoding/binary"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -329,5 +330,59 @@ func TestGitSourceLoadsRecordDeltaAgainstHugeBlob(t *testing.T) {
 				t.Fatalf("the refresh allocated %d bytes: the base was held", n)
 			}
 		})
+	}
+}
+
+// TestPackStorageBaseBeyondSpool: a delta whose base lies past the spooled
+// first maxSpoolBytes of a fetched pack (an incompressible blob before it)
+// is not rebuilt: its hash stays unknown, so a walk that needs it refuses
+// the commit naming the record; a delta on a base inside the spool still is.
+func TestPackStorageBaseBeyondSpool(t *testing.T) {
+	rnd := make([]byte, maxSpoolBytes+(4<<20))
+	rand.New(rand.NewSource(1)).Read(rnd)
+	near := patterned(2<<20, 1<<20, "near")
+	// Copy 4 KiB from offset (past / inside) each base.
+	copyOp := func(from, n int) []byte {
+		return []byte{0x80 | 0x0f | 0x30, byte(from), byte(from >> 8), byte(from >> 16), byte(from >> 24), byte(n), byte(n >> 8)}
+	}
+	header := func(base, n int) []byte {
+		var b []byte
+		for _, v := range []int{base, n} {
+			for ; v >= 0x80; v >>= 7 {
+				b = append(b, byte(v)|0x80)
+			}
+			b = append(b, byte(v))
+		}
+		return b
+	}
+	const n = 4096
+	far := len(rnd) - 2*n
+	farRec, nearRec := rnd[far:far+n], near[1<<20:1<<20+n]
+	objs := []packObject{
+		{plumbing.BlobObject, near, -1, false, nil},
+		{plumbing.BlobObject, rnd, -1, false, nil},
+		{plumbing.BlobObject, farRec, 1, false, append(header(len(rnd), n), copyOp(far, n)...)},
+		{plumbing.BlobObject, nearRec, 0, false, append(header(len(near), n), copyOp(1<<20, n)...)},
+	}
+	s := newPackStorage()
+	w, err := s.PackfileWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(buildPack(t, objs)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EncodedObject(plumbing.BlobObject, blobHash(farRec)); err == nil {
+		t.Fatal("a delta on a base past the spool was rebuilt")
+	}
+	o, err := s.EncodedObject(plumbing.BlobObject, blobHash(nearRec))
+	if err != nil {
+		t.Fatalf("the delta on a base inside the spool: %v", err)
+	}
+	if b, _ := objectBytes(o); !bytes.Equal(b, nearRec) {
+		t.Fatal("the delta inside the spool differs")
 	}
 }
