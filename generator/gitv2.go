@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +56,7 @@ func lsRefs(ctx context.Context, url string, auth transport.AuthMethod, rev stri
 		pkt(&req, "ref-prefix "+c.String()+"\n")
 	}
 	req.WriteString("0000")
-	rc, err := v2Command(ctx, url, auth, req.Bytes())
+	rc, err := v2Command(ctx, url, auth, "ls-refs", req.Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +143,7 @@ func fetchV2(ctx context.Context, url string, auth transport.AuthMethod, h plumb
 		pkt(&req, a+"\n")
 	}
 	req.WriteString("0000")
-	rc, err := v2Command(ctx, url, auth, req.Bytes())
+	rc, err := v2Command(ctx, url, auth, "fetch=shallow", req.Bytes())
 	if err != nil {
 		return err
 	}
@@ -180,23 +181,36 @@ func fetchV2(ctx context.Context, url string, auth transport.AuthMethod, h plumb
 	}
 }
 
-// isV2 reads a capability advertisement: "version 2" first, or another protocol.
-func isV2(lines []string) bool { return len(lines) > 0 && lines[0] == "version 2" }
+// offers reads a capability advertisement: protocol v2 ("version 2"
+// first) with command (its name, or name=feature: "fetch=shallow").
+func offers(caps []string, command string) bool {
+	if len(caps) == 0 || caps[0] != "version 2" {
+		return false
+	}
+	name, feature, _ := strings.Cut(command, "=")
+	for _, c := range caps[1:] {
+		n, features, _ := strings.Cut(c, "=")
+		if n == name && (feature == "" || slices.Contains(strings.Fields(features), feature)) {
+			return true
+		}
+	}
+	return false
+}
 
 // v2Command sends one protocol v2 command (body) and returns the answer's
 // stream, over smart HTTP or to git-upload-pack for a file:// URL;
-// errNoV2 when the remote does not speak v2.
-func v2Command(ctx context.Context, url string, auth transport.AuthMethod, body []byte) (io.ReadCloser, error) {
+// errNoV2 when the remote does not speak v2 or offer command (offers).
+func v2Command(ctx context.Context, url string, auth transport.AuthMethod, command string, body []byte) (io.ReadCloser, error) {
 	switch {
 	case strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://"):
-		return v2HTTP(ctx, url, auth, body)
+		return v2HTTP(ctx, url, auth, command, body)
 	case strings.HasPrefix(url, "file://"):
-		return v2File(ctx, url, body)
+		return v2File(ctx, url, command, body)
 	}
 	return nil, errNoV2
 }
 
-func v2HTTP(ctx context.Context, url string, auth transport.AuthMethod, body []byte) (io.ReadCloser, error) {
+func v2HTTP(ctx context.Context, url string, auth transport.AuthMethod, command string, body []byte) (io.ReadCloser, error) {
 	url = strings.TrimSuffix(url, "/")
 	do := func(method, u string, body io.Reader) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, method, u, body)
@@ -232,7 +246,7 @@ func v2HTTP(ctx context.Context, url string, auth transport.AuthMethod, body []b
 	}
 	// A v0 server sent every ref: not read, go-git lists them.
 	_ = resp.Body.Close()
-	if err != nil || !isV2(caps) {
+	if err != nil || !offers(caps, command) {
 		return nil, errNoV2
 	}
 	resp, err = do(http.MethodPost, url+"/git-upload-pack", bytes.NewReader(body))
@@ -244,7 +258,7 @@ func v2HTTP(ctx context.Context, url string, auth transport.AuthMethod, body []b
 
 // v2File runs git-upload-pack on a file:// repository, as go-git's file
 // transport does.
-func v2File(ctx context.Context, url string, body []byte) (io.ReadCloser, error) {
+func v2File(ctx context.Context, url, command string, body []byte) (io.ReadCloser, error) {
 	ep, err := transport.NewEndpoint(url)
 	if err != nil {
 		return nil, err
@@ -265,7 +279,7 @@ func v2File(ctx context.Context, url string, body []byte) (io.ReadCloser, error)
 	}
 	done := &processReader{Reader: bufio.NewReader(out), cmd: cmd}
 	caps, err := readPkts(done.Reader.(*bufio.Reader))
-	if err != nil || !isV2(caps) {
+	if err != nil || !offers(caps, command) {
 		_ = done.Close()
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("git-upload-pack %s: %w", ep.Path, err)

@@ -218,3 +218,25 @@ func TestGitSourceFetchesByEitherProtocol(t *testing.T) {
 		})
 	}
 }
+
+// TestOffers: a v2 command is used only when the server offers it, and
+// fetch only with shallow (the generator fetches one commit, depth 1).
+func TestOffers(t *testing.T) {
+	caps := []string{"version 2", "agent=git/2.39.5", "ls-refs=unborn", "fetch=shallow wait-for-done", "server-option"}
+	for _, tc := range []struct {
+		caps    []string
+		command string
+		want    bool
+	}{
+		{caps, "ls-refs", true},
+		{caps, "fetch=shallow", true},
+		{[]string{"version 2", "ls-refs", "fetch"}, "fetch=shallow", false},
+		{[]string{"version 2", "fetch=shallow"}, "ls-refs", false},
+		{[]string{"# service=git-upload-pack"}, "ls-refs", false},
+		{nil, "ls-refs", false},
+	} {
+		if got := offers(tc.caps, tc.command); got != tc.want {
+			t.Errorf("offers(%q, %q) = %v", tc.caps, tc.command, got)
+		}
+	}
+}
