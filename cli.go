@@ -75,7 +75,8 @@ func report(stderr io.Writer, errs record.Errors) error {
 }
 
 func validateCmd(stdout, stderr io.Writer) *cobra.Command {
-	return &cobra.Command{
+	var timeout time.Duration
+	cmd := &cobra.Command{
 		Use:   "validate [REPO]",
 		Short: "Check every record of a gitops repo, and the rules across them; exit 1 on any error",
 		Args:  cobra.MaximumNArgs(1),
@@ -84,7 +85,7 @@ func validateCmd(stdout, stderr io.Writer) *cobra.Command {
 			if len(args) == 1 {
 				root = args[0]
 			}
-			r, errs := cmp.Validate(root)
+			r, errs := cmp.ValidateWithin(root, timeout)
 			if len(errs) > 0 {
 				return report(stderr, errs)
 			}
@@ -96,6 +97,8 @@ func validateCmd(stdout, stderr io.Writer) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().DurationVar(&timeout, "timeout", cmp.ValidateTimeout, "stop rendering clusters after this long (each render is bounded as the CMP's is: "+cmp.RenderTimeout.String()+")")
+	return cmd
 }
 
 func namesCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -210,11 +213,15 @@ On any error nothing is printed on stdout and the exit code is 1.`,
 			if os.Getenv("GOGC") == "" {
 				debug.SetGCPercent(400)
 			}
-			out, err := renderWithin(timeout, func() ([]byte, error) { return cmp.Generate(dir, mode, os.Getenv) })
+			out, err := cmp.Within(timeout, "the render", func() ([]byte, error) { return cmp.Generate(dir, mode, os.Getenv) })
 			if err != nil {
 				var errs record.Errors
 				if errors.As(err, &errs) {
 					return report(stderr, errs)
+				}
+				var te *cmp.TimeoutError
+				if errors.As(err, &te) {
+					return fmt.Errorf("%v; nothing was printed", err)
 				}
 				return err
 			}
@@ -223,34 +230,8 @@ On any error nothing is printed on stdout and the exit code is 1.`,
 		},
 	}
 	cmd.Flags().StringVar(&mode, "mode", "", "spoke, hub or projects (default: the plugin parameter, else spoke)")
-	cmd.Flags().DurationVar(&timeout, "timeout", DefaultRenderTimeout, "stop a render that takes longer, printing nothing")
+	cmd.Flags().DurationVar(&timeout, "timeout", cmp.RenderTimeout, "stop a render that takes longer, printing nothing")
 	return cmd
-}
-
-// DefaultRenderTimeout bounds a whole render; Argo CD's own exec timeout
-// (ARGOCD_EXEC_TIMEOUT) is 90 s.
-const DefaultRenderTimeout = 30 * time.Second
-
-// renderWithin runs fn and gives up after d: the process exits with the
-// error, nothing printed, whatever fn was doing.
-func renderWithin(d time.Duration, fn func() ([]byte, error)) ([]byte, error) {
-	type result struct {
-		out []byte
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		out, err := fn()
-		done <- result{out, err}
-	}()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		return r.out, r.err
-	case <-t.C:
-		return nil, fmt.Errorf("the render took longer than %s and was stopped; nothing was printed", d)
-	}
 }
 
 func firstNonEmpty(vs ...string) string {

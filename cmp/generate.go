@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/spokeforge/spokeforge/cmp/render"
 	"github.com/spokeforge/spokeforge/internal/record"
@@ -28,9 +29,18 @@ var Version = "v0.1.0-dev"
 // entry), and renders every cluster whose record holds in spoke and hub mode
 // through Generate's own code, so validate accepts a record (and its
 // overlay) exactly when the CMP renders it.
+// Each render is bounded by RenderTimeout, as the CMP's is, and the run
+// stops starting renders once it has taken ValidateTimeout.
 func Validate(root string) (*repo.Repo, record.Errors) {
+	return ValidateWithin(root, ValidateTimeout)
+}
+
+// ValidateWithin is Validate with the whole run bounded by total: past it,
+// the clusters not yet rendered are findings.
+func ValidateWithin(root string, total time.Duration) (*repo.Repo, record.Errors) {
+	deadline := time.Now().Add(total)
 	r, errs := repo.Load(root)
-	errs = append(errs, renderFindings(root, r, errs)...)
+	errs = append(errs, renderFindings(root, r, errs, deadline, total)...)
 	errs = append(errs, secretfile.CheckRepo(root, r.Clusters)...)
 	return r, errs
 }
@@ -45,15 +55,19 @@ const (
 // renderFindings renders every cluster whose record has no finding, in
 // spoke and hub mode, exactly as the CMP would: validate accepts a record
 // (and its overlay) only when render does.
-func renderFindings(root string, r *repo.Repo, known record.Errors) record.Errors {
+func renderFindings(root string, r *repo.Repo, known record.Errors, deadline time.Time, total time.Duration) record.Errors {
 	bad := map[string]bool{}
 	for _, e := range known {
 		bad[e.File] = true
 	}
 	var out record.Errors
-	for _, c := range r.Clusters {
+	for i, c := range r.Clusters {
 		if bad[c.File] {
 			continue
+		}
+		if time.Now().After(deadline) {
+			out = append(out, record.Error{File: c.File, Msg: fmt.Sprintf("not rendered: validate stopped after %s (--timeout) with %d cluster(s) left", total, len(r.Clusters)-i)})
+			break
 		}
 		rel := path.Dir(c.File)
 		env := func(k string) string {
@@ -68,7 +82,16 @@ func renderFindings(root string, r *repo.Repo, known record.Errors) record.Error
 			return ""
 		}
 		for _, mode := range []string{ModeSpoke, ModeHub} {
-			if _, err := renderDir(filepath.Join(root, filepath.FromSlash(rel)), rel, mode, env); err != nil {
+			_, err := Within(RenderTimeout, "the render (mode "+mode+")", func() ([]byte, error) {
+				return renderDir(filepath.Join(root, filepath.FromSlash(rel)), rel, mode, env)
+			})
+			var te *TimeoutError
+			if errors.As(err, &te) {
+				// The CMP stops such a render too; this one runs on in the background.
+				out = append(out, record.Error{File: c.File, Msg: err.Error() + " (the CMP's render timeout)"})
+				break
+			}
+			if err != nil {
 				out = append(out, asFindings(rel, err)...)
 				break
 			}
@@ -86,6 +109,10 @@ func asFindings(display string, err error) record.Errors {
 	var oe *render.OverlayError
 	if errors.As(err, &oe) {
 		return record.Errors{{File: oe.File, Line: oe.Line, Msg: oe.Msg}}
+	}
+	var be *render.OutputError
+	if errors.As(err, &be) {
+		return record.Errors{{File: be.File, Msg: be.Msg}}
 	}
 	return record.Errors{{File: display, Msg: err.Error()}}
 }
@@ -275,13 +302,13 @@ func renderCluster(e validate.ClusterEntry, dir, displayDir, mode string, opts r
 		if err != nil {
 			return nil, err
 		}
-		return write(objs, displayDir, mode)
+		return writeBounded(objs, e.File, displayDir, mode)
 	}
 	objs, err := render.Spoke(e, opts)
 	if err != nil {
 		return nil, err
 	}
-	out, err := write(objs, displayDir, mode)
+	out, err := writeBounded(objs, e.File, displayDir, mode)
 	if err != nil {
 		return nil, err
 	}
@@ -316,6 +343,19 @@ func renderCluster(e validate.ClusterEntry, dir, displayDir, mode string, opts r
 		if err := render.CheckSpokeOnHub(file, cause, objs, applied, opts.ArgoNamespace); err != nil {
 			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// writeBounded is write with the output bounds (render.CheckOutput) held;
+// file is the record that made objs.
+func writeBounded(objs []render.Object, file, displayDir, mode string) ([]byte, error) {
+	out, err := write(objs, displayDir, mode)
+	if err != nil {
+		return nil, err
+	}
+	if err := render.CheckOutput(file, out, len(objs)); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -291,9 +291,13 @@ func (g *GitSource) head(ctx context.Context) (string, error) {
 	return hash.String(), nil
 }
 
-// listRevision lists the remote's refs and resolves the revision among them.
+// listRevision resolves the revision on the remote: by its candidate refs
+// alone (lsRefs), or, from a server that lists them all, among all refs.
 func (g *GitSource) listRevision(ctx context.Context, remote *git.Remote, auth transport.AuthMethod) (plumbing.ReferenceName, plumbing.Hash, error) {
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	refs, err := lsRefs(ctx, g.cfg.Repo, auth, g.cfg.Revision)
+	if errors.Is(err, errNoV2) {
+		refs, err = remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	}
 	if err != nil {
 		return "", plumbing.ZeroHash, fmt.Errorf("listing %s: %w", redactURL(g.cfg.Repo), err)
 	}
@@ -475,8 +479,13 @@ func (g *GitSource) fetchRemote(ctx context.Context) (string, fs.FS, record.Erro
 	if same {
 		return hash.String(), nil, nil, nil
 	}
-	err = r.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Depth: 1, Tags: git.NoTags,
-		RefSpecs: []config.RefSpec{config.RefSpec("+" + ref.String() + ":refs/spokeforge/head")}})
+	// By protocol v2 the fetch names the commit alone; by v0 the server
+	// lists every ref again first.
+	err = fetchV2(ctx, g.cfg.Repo, auth, hash, storage.PackfileWriter)
+	if errors.Is(err, errNoV2) {
+		err = r.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", Auth: auth, Depth: 1, Tags: git.NoTags,
+			RefSpecs: []config.RefSpec{config.RefSpec("+" + ref.String() + ":refs/spokeforge/head")}})
+	}
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return "", nil, nil, fmt.Errorf("fetching %s from %s: %w", ref, redactURL(g.cfg.Repo), err)
 	}
@@ -522,9 +531,9 @@ func (g *GitSource) commitFiles(r *git.Repository, h plumbing.Hash) (string, fs.
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}
-	sizes, closePacks := objectSizer(r.Storer)
+	store, sizes, closePacks := packedObjects(r.Storer)
 	defer closePacks()
-	files, refused, err := walkCommit(r.Storer, sizes, c.TreeHash)
+	files, refused, err := walkCommit(store, sizes, c.TreeHash)
 	if err != nil {
 		return "", nil, nil, fmt.Errorf("commit %s: %w", h, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -48,6 +49,9 @@ type treeWalk struct {
 	recBytes  int64 // record blobs listed
 	files     map[string]repo.Blob
 	refused   record.Errors
+	// trees: the directories read, by path ("." the root): each is read
+	// once, also when symlinks lead through it.
+	trees map[string]*object.Tree
 }
 
 // sizer tells an object's size without reading the object.
@@ -57,7 +61,7 @@ type sizer func(plumbing.Hash) (int64, error)
 // and size only: nothing outside the record paths is read, and a record is
 // read only when the loader asks (and has not seen its hash).
 func walkCommit(s storer.EncodedObjectStorer, sizes sizer, root plumbing.Hash) (map[string]repo.Blob, record.Errors, error) {
-	w := &treeWalk{s: s, sizes: sizes, files: map[string]repo.Blob{}}
+	w := &treeWalk{s: s, sizes: sizes, files: map[string]repo.Blob{}, trees: map[string]*object.Tree{}}
 	err := w.walk(root)
 	if errors.Is(err, errWalkBound) {
 		err = nil
@@ -88,6 +92,9 @@ func (w *treeWalk) missing(file string, err error) error {
 // tree reads the tree object h of directory dir once its size is within
 // the bounds.
 func (w *treeWalk) tree(dir string, h plumbing.Hash) (*object.Tree, error) {
+	if t, ok := w.trees[dir]; ok {
+		return t, nil
+	}
 	n, err := w.sizes(h)
 	if err != nil {
 		if err := w.missing(dir+"/", err); err != nil {
@@ -111,6 +118,7 @@ func (w *treeWalk) tree(dir string, h plumbing.Hash) (*object.Tree, error) {
 		w.fail(dir+"/", "has %d entries; at most %d are listed", len(t.Entries), repo.MaxDirEntries)
 		return nil, errWalkBound
 	}
+	w.trees[dir] = t
 	return t, nil
 }
 
@@ -178,7 +186,7 @@ func (w *treeWalk) walk(rootHash plumbing.Hash) error {
 				return err
 			}
 			if e, ok := entry(t, repo.ClusterFile); ok {
-				if err := w.record(dir, t, e); err != nil {
+				if err := w.record(dir, e); err != nil {
 					return err
 				}
 			}
@@ -223,7 +231,7 @@ func (w *treeWalk) records(dir string, t *object.Tree) error {
 			w.fail(p, "records are read from .yaml files only: rename it to %s.yaml", strings.TrimSuffix(e.Name, ext))
 		case ext != ".yaml":
 		default:
-			if err := w.record(dir, t, e); err != nil {
+			if err := w.record(dir, e); err != nil {
 				return err
 			}
 		}
@@ -231,10 +239,10 @@ func (w *treeWalk) records(dir string, t *object.Tree) error {
 	return nil
 }
 
-// record lists record e of directory dir (tree t): a file, or a symlink
-// followed only to a file inside dir (Argo CD's out-of-bounds rule). Its
+// record lists record e of directory dir: a file, or a symlink resolved
+// to a file inside dir (Argo CD's out-of-bounds rule). Its
 // size comes from the blob's header; the blob is read when the loader asks.
-func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error {
+func (w *treeWalk) record(dir string, e object.TreeEntry) error {
 	name := dir + "/" + e.Name
 	target := e
 	switch {
@@ -242,7 +250,7 @@ func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error 
 	case e.Mode == filemode.Symlink:
 		var ok bool
 		var err error
-		if target, ok, err = w.follow(dir, t, name, e); err != nil || !ok {
+		if target, ok, err = w.follow(dir, name, e); err != nil || !ok {
 			return err
 		}
 	default: // a directory or a submodule
@@ -268,43 +276,119 @@ func (w *treeWalk) record(dir string, t *object.Tree, e object.TreeEntry) error 
 	return nil
 }
 
-// follow resolves symlink e (at name, in directory dir whose tree is t) to
-// a file of dir; ok is false when it was refused.
-func (w *treeWalk) follow(dir string, t *object.Tree, name string, e object.TreeEntry) (object.TreeEntry, bool, error) {
-	n, err := w.sizes(e.Hash)
+// maxLinks bounds the symlinks one resolution follows, as Go's
+// filepath.EvalSymlinks (which validate's safefile.Read uses) does.
+const maxLinks = 255
+
+// follow resolves symlink e (at name, in directory dir) as
+// filepath.EvalSymlinks resolves it in a checkout: every link on the way
+// followed (a chain, a directory that is a link), ".." taken from the path
+// resolved so far; the result must be a regular file inside dir. ok is
+// false when it was refused.
+func (w *treeWalk) follow(dir, name string, e object.TreeEntry) (object.TreeEntry, bool, error) {
+	var dest []string // the resolved path, from the repo root
+	if dir != "." {
+		dest = strings.Split(dir, "/")
+	}
+	var queue []string
+	links := 0
+	link := e
+	for {
+		links++
+		if links > maxLinks {
+			w.fail(name, "is a symlink to a missing file or a loop")
+			return e, false, nil
+		}
+		n, err := w.sizes(link.Hash)
+		if err != nil {
+			return e, false, w.missing(name, err)
+		}
+		if n > maxLinkBytes {
+			w.fail(name, "is a symlink of %d bytes; at most %d are read", n, maxLinkBytes)
+			return e, false, nil
+		}
+		target, err := readBlob(w.s, link.Hash, maxLinkBytes)
+		if err != nil {
+			return e, false, fmt.Errorf("%s: %w", name, err)
+		}
+		if path.IsAbs(string(target)) {
+			w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
+			return e, false, nil
+		}
+		queue = append(strings.Split(string(target), "/"), queue...)
+		var found *object.TreeEntry
+		for found == nil && len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			switch c {
+			case "", ".":
+				continue
+			case "..":
+				if len(dest) == 0 {
+					w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
+					return e, false, nil
+				}
+				dest = dest[:len(dest)-1]
+				continue
+			}
+			t, err := w.treeAt(dest)
+			if err != nil {
+				return e, false, err
+			}
+			te, ok := entry(t, c)
+			switch {
+			case !ok:
+				w.fail(name, "is a symlink to a missing file or a loop")
+				return e, false, nil
+			case te.Mode == filemode.Symlink:
+				found = &te
+			case te.Mode == filemode.Dir:
+				dest = append(dest, c)
+			case isFile(te.Mode) && !nonEmpty(queue):
+				dest = append(dest, c)
+				if !strings.HasPrefix(strings.Join(dest, "/"), dir+"/") {
+					w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
+					return e, false, nil
+				}
+				return te, true, nil
+			default: // a file on the way, or a submodule
+				w.fail(name, "is a symlink to something that is not a regular file of the directory")
+				return e, false, nil
+			}
+		}
+		if found == nil { // the path ended on a directory
+			w.fail(name, "is a symlink to something that is not a regular file of the directory")
+			return e, false, nil
+		}
+		link = *found
+	}
+}
+
+// nonEmpty reports whether path components remain that name something.
+func nonEmpty(parts []string) bool {
+	for _, p := range parts {
+		if p != "" && p != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// treeAt is the tree of the directory at parts (from the root).
+func (w *treeWalk) treeAt(parts []string) (*object.Tree, error) {
+	key := strings.Join(parts, "/")
+	if len(parts) == 0 {
+		key = "."
+	}
+	if t, ok := w.trees[key]; ok {
+		return t, nil
+	}
+	parent, err := w.treeAt(parts[:len(parts)-1])
 	if err != nil {
-		return e, false, w.missing(name, err)
+		return nil, err
 	}
-	if n > maxLinkBytes {
-		w.fail(name, "is a symlink of %d bytes; at most %d are read", n, maxLinkBytes)
-		return e, false, nil
-	}
-	link, err := readBlob(w.s, e.Hash, maxLinkBytes)
-	if err != nil {
-		return e, false, fmt.Errorf("%s: %w", name, err)
-	}
-	resolved := path.Join(dir, string(link))
-	if path.IsAbs(string(link)) || !strings.HasPrefix(resolved, dir+"/") {
-		w.fail(name, "is a symlink that leaves its directory; only files inside the directory are read")
-		return e, false, nil
-	}
-	parts := strings.Split(strings.TrimPrefix(resolved, dir+"/"), "/")
-	cur, sub := t, dir
-	for i, part := range parts {
-		te, ok := entry(cur, part)
-		if ok && i == len(parts)-1 && isFile(te.Mode) {
-			return te, true, nil
-		}
-		if !ok || te.Mode != filemode.Dir || i == len(parts)-1 {
-			break
-		}
-		sub += "/" + part
-		if cur, err = w.tree(sub, te.Hash); err != nil {
-			return e, false, err
-		}
-	}
-	w.fail(name, "is a symlink to something that is not a regular file of the directory")
-	return e, false, nil
+	te, _ := entry(parent, parts[len(parts)-1])
+	return w.tree(key, te.Hash)
 }
 
 // readBlob reads blob h, at most max bytes of it.
@@ -380,28 +464,35 @@ func resolveLocal(r *git.Repository, rev string) (plumbing.Hash, error) {
 	return h, fmt.Errorf("revision %q: too many nested tags", rev)
 }
 
-// objectSizer tells an object's size from its header: a loose object's
-// zlib header, a packed object's pack header, a fetched object's record
-// (packStorage). go-git's EncodedObjectSize inflates a packed delta's whole
-// data to read the target size at its start; packSizes reads only the first
-// bytes. close releases the pack files it opened.
-func objectSizer(s storer.EncodedObjectStorer) (sizes sizer, close func()) {
+// packedObjects reads a repository's objects for a walk: sizes tells an
+// object's size from its header (a loose object's zlib header, a packed
+// object's pack header, a fetched object's record in packStorage), and
+// store reads a packed delta with packReader. go-git's EncodedObjectSize
+// inflates a packed delta's whole data to read the target size at its
+// start, and its EncodedObject holds the delta's whole base in memory (a
+// record stored as a delta against a huge blob costs the blob); packSizes
+// reads only a delta's first bytes and the ranges of its bases the result
+// copies. close releases the pack files the sizes opened.
+func packedObjects(s storer.EncodedObjectStorer) (store storer.EncodedObjectStorer, sizes sizer, close func()) {
 	fs, ok := s.(*filesystem.Storage)
 	if !ok {
-		return s.EncodedObjectSize, func() {}
+		return s, s.EncodedObjectSize, func() {}
 	}
-	p := &packSizes{s: fs, dir: dotgit.New(fs.Filesystem()), open: map[plumbing.Hash]io.ReadSeekCloser{}}
-	return p.size, p.close
+	p := &packSizes{Storage: fs, dir: dotgit.New(fs.Filesystem()), open: map[plumbing.Hash]io.ReadSeekCloser{}}
+	return p, p.size, p.close
 }
 
-// packSizes reads object sizes from a repository's packs on disk.
+// packSizes reads object sizes and packed deltas from a repository's packs on disk.
 type packSizes struct {
-	s      *filesystem.Storage
+	*filesystem.Storage
 	dir    *dotgit.DotGit
 	packs  []plumbing.Hash
 	idx    []*idxfile.MemoryIndex
 	loaded bool
+	mu     sync.Mutex // loaded, packs, idx, inflated: a record is read when the loader asks, after the walk
 	open   map[plumbing.Hash]io.ReadSeekCloser
+	// inflated: bytes inflated rebuilding this commit's deltas (maxResolveBytes).
+	inflated int64
 }
 
 func (p *packSizes) close() {
@@ -411,6 +502,11 @@ func (p *packSizes) close() {
 }
 
 func (p *packSizes) load() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.loaded {
+		return nil
+	}
 	p.loaded = true
 	packs, err := p.dir.ObjectPacks()
 	if err != nil {
@@ -432,27 +528,94 @@ func (p *packSizes) load() error {
 	return nil
 }
 
-func (p *packSizes) size(h plumbing.Hash) (int64, error) {
-	if !p.loaded {
-		if err := p.load(); err != nil {
-			return 0, err
-		}
+// find is the pack holding h and h's offset in it.
+func (p *packSizes) find(h plumbing.Hash) (int, int64, bool, error) {
+	if err := p.load(); err != nil {
+		return 0, 0, false, err
 	}
 	for i, idx := range p.idx {
-		off, err := idx.FindOffset(h)
-		if err != nil {
-			continue
+		if off, err := idx.FindOffset(h); err == nil {
+			return i, off, true, nil
 		}
-		f, ok := p.open[p.packs[i]]
-		if !ok {
-			if f, err = p.dir.ObjectPack(p.packs[i]); err != nil {
-				return 0, err
-			}
-			p.open[p.packs[i]] = f
-		}
-		return packedSize(f, off)
 	}
-	return p.s.EncodedObjectSize(h) // a loose object: its header
+	return 0, 0, false, nil
+}
+
+func (p *packSizes) size(h plumbing.Hash) (int64, error) {
+	i, off, ok, err := p.find(h)
+	if err != nil || !ok {
+		if err != nil {
+			return 0, err
+		}
+		return p.Storage.EncodedObjectSize(h) // a loose object: its header
+	}
+	f, ok := p.open[p.packs[i]]
+	if !ok {
+		if f, err = p.dir.ObjectPack(p.packs[i]); err != nil {
+			return 0, err
+		}
+		p.open[p.packs[i]] = f
+	}
+	_, n, err := packedSize(f, off)
+	return n, err
+}
+
+// EncodedObject implements storer.EncodedObjectStorer: a packed delta is
+// rebuilt by packReader, anything else read by go-git.
+func (p *packSizes) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	i, off, ok, err := p.find(h)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return p.Storage.EncodedObject(t, h)
+	}
+	f, err := p.dir.ObjectPack(p.packs[i])
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	delta, n, err := packedSize(f, off)
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	if !delta {
+		return p.Storage.EncodedObject(t, h)
+	}
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, err
+	}
+	idx := p.idx[i]
+	p.mu.Lock()
+	used := p.inflated
+	p.mu.Unlock()
+	r := &packReader{ra: f, size: end, inflated: used, offsetOf: func(h plumbing.Hash) (int64, bool) {
+		off, err := idx.FindOffset(h)
+		return off, err == nil
+	}}
+	b, ot, err := r.read(off, n)
+	p.mu.Lock()
+	p.inflated += r.inflated - used
+	p.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	if t != plumbing.AnyObject && ot != t {
+		return nil, plumbing.ErrObjectNotFound
+	}
+	// A fetched object is kept by the hash of what was rebuilt; this one
+	// is asked for by hash, so check it is what the tree names.
+	if got := plumbing.ComputeHash(ot, b); got != h {
+		return nil, fmt.Errorf("object %s: rebuilt from its pack as %s", h, got)
+	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(ot)
+	o.SetSize(n)
+	if _, err := o.Write(b); err != nil {
+		return nil, err
+	}
+	return o, nil
 }
 
 // errPrefix stops a copy once the prefix is read.
@@ -470,25 +633,25 @@ func (p *prefix) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// packedSize reads the size of the object at off of pack f: the header's
-// for a whole object, the delta's target size for a delta (its first bytes
-// inflated, never the rest).
-func packedSize(f io.ReadSeekCloser, off int64) (int64, error) {
+// packedSize reads the size of the object at off of pack f, and whether
+// it is a delta: the header's size for a whole object, the delta's target
+// size for a delta (its first bytes inflated, never the rest).
+func packedSize(f io.ReadSeeker, off int64) (bool, int64, error) {
 	sc := packfile.NewScanner(f)
 	oh, err := sc.SeekObjectHeader(off)
 	if err != nil {
-		return 0, err
+		return false, 0, err
 	}
 	if !oh.Type.IsDelta() {
-		return oh.Length, nil
+		return false, oh.Length, nil
 	}
 	var pre prefix
 	if _, _, err := sc.NextObject(&pre); err != nil && !errors.Is(err, errPrefix) {
-		return 0, err
+		return true, 0, err
 	}
 	n := deltaTargetSize(pre.b)
 	if n < 0 {
-		return 0, fmt.Errorf("a malformed delta at %d", off)
+		return true, 0, fmt.Errorf("a malformed delta at %d", off)
 	}
-	return n, nil
+	return true, n, nil
 }

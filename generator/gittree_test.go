@@ -388,7 +388,7 @@ func TestPackedSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes, done := objectSizer(r.Storer)
+	_, sizes, done := packedObjects(r.Storer)
 	defer done()
 	it, err := r.Storer.IterEncodedObjects(plumbing.AnyObject)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -27,11 +28,57 @@ const maxKeptBytes = maxTreesBytes + repo.MaxRecordsBytes
 // maxTreeBytes, blobs up to repo.MaxRecordBytes, maxKeptBytes in all).
 // Of the others only the size is kept, so a huge file anywhere in the
 // commit costs the transfer, never its size in memory.
+//
+// The pack itself is spooled to a temporary file as it streams by (its
+// first maxSpoolBytes): a kept object stored as a delta against one that
+// is not (a record against a huge blob) is rebuilt from it (packReader)
+// with only the ranges of the base it copies read.
 type packStorage struct {
 	*memory.Storage
 	mu      sync.Mutex
 	dropped map[plumbing.Hash]int64 // objects not kept: their sizes
 	kept    int64
+}
+
+// maxSpoolBytes bounds the temporary file a fetched pack is spooled to
+// (the generator's /tmp is a 64 MiB emptyDir, manifests/generator): a
+// delta against an object past it cannot be rebuilt.
+const maxSpoolBytes = 32 << 20
+
+// spool is the temporary file a fetched pack streams into, up to maxSpoolBytes.
+type spool struct {
+	f *os.File
+	n int64
+}
+
+// newSpool creates the file, unlinked at once; nil when there is no
+// writable temporary directory (then no delta against an object not kept
+// is rebuilt).
+func newSpool() *spool {
+	f, err := os.CreateTemp("", "spokeforge-pack-")
+	if err != nil {
+		return nil
+	}
+	_ = os.Remove(f.Name())
+	return &spool{f: f}
+}
+
+// Write keeps what fits; the pack stream goes on either way.
+func (s *spool) Write(b []byte) (int, error) {
+	if s != nil && s.f != nil && s.n < maxSpoolBytes {
+		k, err := s.f.Write(b[:min(int64(len(b)), maxSpoolBytes-s.n)])
+		s.n += int64(k)
+		if err != nil { // a full disk: stop spooling, not the fetch
+			s.n = maxSpoolBytes
+		}
+	}
+	return len(b), nil
+}
+
+func (s *spool) close() {
+	if s != nil && s.f != nil {
+		_ = s.f.Close()
+	}
 }
 
 func newPackStorage() *packStorage {
@@ -80,7 +127,9 @@ func (s *packStorage) PackfileWriter() (io.WriteCloser, error) {
 	pr, pw := io.Pipe()
 	w := &packWriter{pw: pw, done: make(chan error, 1)}
 	go func() {
-		err := s.readPack(pr)
+		sp := newSpool()
+		defer sp.close()
+		err := s.readPack(io.TeeReader(pr, sp), sp)
 		if err == nil {
 			// The trailing checksum; objects are checked by their hashes.
 			_, err = io.Copy(io.Discard, pr)
@@ -110,8 +159,9 @@ type pendingDelta struct {
 	data    []byte
 }
 
-// readPack reads a packfile stream object by object.
-func (s *packStorage) readPack(r io.Reader) error {
+// readPack reads a packfile stream object by object; sp holds what of it
+// was spooled (nil: nothing).
+func (s *packStorage) readPack(r io.Reader, sp *spool) error {
 	sc := packfile.NewScanner(r)
 	_, count, err := sc.Header()
 	if err != nil {
@@ -169,12 +219,67 @@ func (s *packStorage) readPack(r io.Reader) error {
 			return fmt.Errorf("packfile object of type %s", oh.Type)
 		}
 	}
-	return s.resolve(deltas, at)
+	return s.resolve(deltas, at, sp)
 }
 
 // resolve applies the deltas whose bases are kept, until none is left that
-// can be; a delta whose result is over its bound is not kept either.
-func (s *packStorage) resolve(deltas []pendingDelta, at map[int64]plumbing.Hash) error {
+// can be; a delta whose result is over its bound is not kept either. The
+// rest are rebuilt from the spooled pack.
+func (s *packStorage) resolve(deltas []pendingDelta, at map[int64]plumbing.Hash, sp *spool) error {
+	deltas, err := s.resolveKept(deltas, at)
+	if err != nil || len(deltas) == 0 || sp == nil || sp.f == nil {
+		return err
+	}
+	offsets := make(map[plumbing.Hash]int64, len(at))
+	for off, h := range at {
+		offsets[h] = off
+	}
+	p := &packReader{ra: sp.f, size: sp.n, offsetOf: func(h plumbing.Hash) (int64, bool) {
+		off, ok := offsets[h]
+		return off, ok
+	}}
+	for _, d := range deltas {
+		base, ok := d.baseOff, d.baseRef.IsZero()
+		if !ok {
+			base, ok = offsets[d.baseRef]
+		}
+		target := deltaTargetSize(d.data)
+		if !ok || target < 0 || target > maxTreeBytes || s.kept+target > maxKeptBytes {
+			continue
+		}
+		out, t, err := p.applyFrom(d.data, base)
+		if err != nil || target > keepBound(t) {
+			// Past the spool or a bound: its hash stays unknown and a
+			// walk that needs it refuses the commit.
+			continue
+		}
+		h, err := s.keep(t, out)
+		if err != nil {
+			return err
+		}
+		at[d.offset], offsets[h] = h, d.offset
+	}
+	return nil
+}
+
+// keep stores a rebuilt object.
+func (s *packStorage) keep(t plumbing.ObjectType, b []byte) (plumbing.Hash, error) {
+	o := &plumbing.MemoryObject{}
+	o.SetType(t)
+	o.SetSize(int64(len(b)))
+	if _, err := o.Write(b); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := s.SetEncodedObject(o)
+	if err == nil {
+		s.kept += int64(len(b))
+	}
+	return h, err
+}
+
+// resolveKept applies the deltas whose bases are kept in memory, until none
+// is left that can be; it returns those left.
+func (s *packStorage) resolveKept(deltas []pendingDelta, at map[int64]plumbing.Hash) ([]pendingDelta, error) {
 	for progress := true; progress && len(deltas) > 0; {
 		progress = false
 		rest := deltas[:0]
@@ -199,28 +304,21 @@ func (s *packStorage) resolve(deltas []pendingDelta, at map[int64]plumbing.Hash)
 			}
 			src, err := objectBytes(bo)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			out, err := packfile.PatchDelta(src, d.data)
 			if err != nil {
-				return fmt.Errorf("packfile delta at %d: %w", d.offset, err)
+				return nil, fmt.Errorf("packfile delta at %d: %w", d.offset, err)
 			}
-			o := &plumbing.MemoryObject{}
-			o.SetType(bo.Type())
-			o.SetSize(int64(len(out)))
-			if _, err := o.Write(out); err != nil {
-				return err
-			}
-			h, err := s.SetEncodedObject(o)
+			h, err := s.keep(bo.Type(), out)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			s.kept += int64(len(out))
 			at[d.offset] = h
 		}
 		deltas = rest
 	}
-	return nil
+	return deltas, nil
 }
 
 func objectBytes(o plumbing.EncodedObject) ([]byte, error) {

@@ -139,9 +139,16 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 	if err := mem.WriteFile("/app/"+RenderedResource, baseYAML); err != nil {
 		return nil, err
 	}
+	if err := chk.estimateBuild(len(base), int64(len(baseYAML)), largestDocument(baseYAML)); err != nil {
+		return nil, err
+	}
 	m, err := sandboxedBuild(mem, "/app")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", path.Join(ov.Display, ov.File), redactPaths(err.Error()))
+	}
+	display := path.Join(ov.Display, ov.File)
+	if err := checkObjects(display, m.Size()); err != nil {
+		return nil, err
 	}
 	if err := chk.result(base, m.Resources(), ov.InCluster); err != nil {
 		return nil, err
@@ -149,18 +156,31 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 	// As m.AsYaml(), which per object writes the YAML node out, parses it
 	// back, encodes JSON and has sigs.k8s.io/yaml parse that again; here the
 	// node is decoded once and marshalled (see yaml.go), byte-identical.
+	// The output bound is checked as it is encoded, not after.
 	var out bytes.Buffer
 	for i, r := range m.Resources() {
 		y, err := resourceYAML(r)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s: %v", path.Join(ov.Display, ov.File), r.CurId(), err)
+			return nil, fmt.Errorf("%s: %s: %v", display, r.CurId(), err)
 		}
 		if i > 0 {
 			out.WriteString("---\n")
 		}
 		out.Write(y)
+		if out.Len() > MaxOutputBytes {
+			return nil, CheckOutput(display, out.Bytes(), m.Size())
+		}
 	}
 	return bytes.TrimSpace(out.Bytes()), nil
+}
+
+// largestDocument is the length of the longest document of a YAML stream.
+func largestDocument(stream []byte) int64 {
+	var n int64
+	for _, d := range bytes.Split(stream, []byte("\n---\n")) {
+		n = max(n, int64(len(d)))
+	}
+	return n
 }
 
 // redactPaths drops the in-memory root from kustomize's messages.

@@ -43,6 +43,11 @@ type Edit struct {
 	Content *string `json:"content"`
 	Symlink string  `json:"symlink"`
 	Remove  bool    `json:"remove"`
+	// Repeat is appended to Content Times times ({{i}} replaced by the
+	// count), then Then: large inputs from small case files.
+	Repeat string `json:"repeat"`
+	Times  int    `json:"times"`
+	Then   string `json:"then"`
 }
 
 func loadCases(t *testing.T) map[string]Case {
@@ -94,7 +99,12 @@ func materialise(t *testing.T, c Case) string {
 				t.Fatal(err)
 			}
 		case e.Content != nil:
-			if err := os.WriteFile(p, []byte(*e.Content), 0o644); err != nil {
+			b := []byte(*e.Content)
+			for i := range e.Times {
+				b = append(b, strings.ReplaceAll(e.Repeat, "{{i}}", fmt.Sprint(i))...)
+			}
+			b = append(b, e.Then...)
+			if err := os.WriteFile(p, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		default:
