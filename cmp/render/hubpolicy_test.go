@@ -8,7 +8,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/spokeforge/spokeforge/cmp/render"
+	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
 	"github.com/spokeforge/spokeforge/internal/repo"
+	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
 func obj(t *testing.T, y string) map[string]any {
@@ -236,5 +238,69 @@ func TestHubOutput(t *testing.T) {
 				t.Fatalf("got %v, want a refusal containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestProjectsHoldWithoutRecordChecks: validate refuses an org that lists a
+// platform namespace as its own; should one get past it, projects mode
+// still gives the org neither a destination nor a Namespace there, and a
+// spoke zone's namespace becomes a permitted Namespace only when it is no
+// platform or hub namespace.
+func TestProjectsHoldWithoutRecordChecks(t *testing.T) {
+	r, errs := repo.Load(exampleRepo)
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	orgs := append([]validate.OrgEntry(nil), r.Orgs...)
+	products := append([]validate.ProductEntry(nil), r.Products...)
+	for i, o := range orgs {
+		if o.Org.Metadata.Name != "acme" {
+			continue
+		}
+		org := *o.Org
+		org.Spec.HubNamespaces = []string{"checkout-rc", "argocd", "gitops", "kube-system", "spokeforge-system", "external-secrets", "cert-manager", "default"}
+		orgs[i].Org = &org
+	}
+	for i, p := range products {
+		if p.Org != "acme" {
+			continue
+		}
+		prod := *p.Product
+		prod.Spec.Delivery.Zones = []v1alpha1.Zone{
+			{Name: "a", Environment: "release", Cluster: "gpu-east-1", Namespace: "kube-system"},
+			{Name: "b", Environment: "release", Cluster: "gpu-east-1", Namespace: "checkout-rc"},
+			{Name: "c", Environment: "release", Cluster: "gpu-east-1", Namespace: "gitops"},
+			{Name: "d", Environment: "release", Cluster: "gpu-east-1", Namespace: "shop"},
+		}
+		products[i].Product = &prod
+	}
+	objs, err := render.Projects(r.Clusters, orgs, products, render.Options{ArgoNamespace: "gitops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var namespaces []string
+	var project map[string]any
+	for _, o := range objs {
+		md := o.Obj["metadata"].(map[string]any)
+		switch o.Obj["kind"] {
+		case "Namespace":
+			namespaces = append(namespaces, md["name"].(string))
+		case "AppProject":
+			if md["name"] == "org-acme" {
+				project = o.Obj
+			}
+		}
+	}
+	if strings.Join(namespaces, ",") != "checkout-rc" {
+		t.Errorf("Namespaces %v, want checkout-rc alone", namespaces)
+	}
+	spec := project["spec"].(map[string]any)
+	dest, _ := json.Marshal(spec["destinations"])
+	if want := `[{"namespace":"checkout-rc","server":"https://kubernetes.default.svc"},{"name":"gpu-east-1","namespace":"*"}]`; string(dest) != want {
+		t.Errorf("destinations %s, want %s", dest, want)
+	}
+	crw, _ := json.Marshal(spec["clusterResourceWhitelist"])
+	if want := `[{"group":"","kind":"Namespace","name":"shop"}]`; string(crw) != want {
+		t.Errorf("clusterResourceWhitelist %s, want %s", crw, want)
 	}
 }
