@@ -292,7 +292,7 @@ func renderCluster(e validate.ClusterEntry, dir, displayDir, mode string, opts r
 	// Overlays apply to the spoke only: hub and projects output is
 	// spokeforge's alone, so nothing in a cluster directory adds objects
 	// to the management cluster's argocd namespace.
-	overlay := render.Overlay{Dir: dir, Display: displayDir, InCluster: onHub}
+	overlay := render.Overlay{Dir: dir, Display: displayDir}
 	if overlay.File, err = render.FindOverlay(dir); err != nil {
 		return nil, err
 	}
