@@ -23,7 +23,7 @@ func obj(t *testing.T, y string) map[string]any {
 }
 
 // hubLocal is the example inCluster record's spoke render.
-func hubLocal(t *testing.T) []render.Object {
+func hubLocal(t testing.TB) []render.Object {
 	t.Helper()
 	e, errs := repo.LoadCluster(exampleRepo+"/clusters/hub-local", "clusters/hub-local")
 	if len(errs) > 0 {
@@ -303,4 +303,51 @@ func TestProjectsHoldWithoutRecordChecks(t *testing.T) {
 	if want := `[{"group":"","kind":"Namespace","name":"shop"}]`; string(crw) != want {
 		t.Errorf("clusterResourceWhitelist %s, want %s", crw, want)
 	}
+}
+
+// FuzzHubPolicyExact: whatever one field of one object an overlay sets
+// (path and value chosen by the fuzzer), what lands on the management
+// cluster passes only when it is still exactly spokeforge's render.
+func FuzzHubPolicyExact(f *testing.F) {
+	f.Add(uint8(0), "spec.template.spec.hostAliases", `[{"ip":"10.0.0.1","hostnames":["sts.amazonaws.com"]}]`)
+	f.Add(uint8(3), "metadata.labels.pod-security.kubernetes.io/enforce", `"privileged"`)
+	f.Add(uint8(5), "spec.template.spec.securityContext.runAsUser", `0`)
+	f.Add(uint8(7), "metadata.name", `"spokeforge-agent"`)
+	f.Add(uint8(1), "kind", `"Pod"`)
+	base := hubLocal(f)
+	f.Fuzz(func(t *testing.T, which uint8, path, value string) {
+		var v any
+		if json.Unmarshal([]byte(value), &v) != nil || path == "" {
+			return
+		}
+		var out []map[string]any
+		for _, o := range base {
+			out = append(out, copyObj(t, o.Obj))
+		}
+		target := out[int(which)%len(out)]
+		keys := strings.Split(path, ".")
+		m := target
+		for _, k := range keys[:len(keys)-1] {
+			next, ok := m[k].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[k] = next
+			}
+			m = next
+		}
+		m[keys[len(keys)-1]] = v
+		changed := false
+		for i, o := range base {
+			b, _ := json.Marshal(o.Obj)
+			a, _ := json.Marshal(out[i])
+			changed = changed || string(a) != string(b)
+		}
+		err := render.CheckSpokeOnHub("clusters/hub-local/cluster.yaml", "clusters/hub-local/kustomization.yaml", base, out, "argocd")
+		if changed && err == nil {
+			t.Fatalf("setting %s to %s on object %d landed on the management cluster", path, value, int(which)%len(out))
+		}
+		if !changed && err != nil {
+			t.Fatalf("spokeforge's own render was refused: %v", err)
+		}
+	})
 }
