@@ -34,8 +34,11 @@ func TestZoneHubStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml"),
-		filepath.Join(h.opts.RepoRoot, "examples", "install", "hub-store", "cluster-secret-store.yaml")); err != nil {
+	// External Secrets' CRDs (established) first, then the hub store as docs/install.md has it.
+	if err := h.Hub.ApplyFiles(ctx, filepath.Join(esoDir, "deploy", "crds", "bundle.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Hub.ApplyFiles(ctx, filepath.Join(h.opts.RepoRoot, "examples", "install", "hub-store", "cluster-secret-store.yaml")); err != nil {
 		t.Fatal(err)
 	}
 
