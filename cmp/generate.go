@@ -276,7 +276,7 @@ func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) 
 		if len(errs) > 0 {
 			return nil, errs
 		}
-		objs, err := render.Projects(r.Clusters, r.Orgs, opts)
+		objs, err := render.Projects(r.Clusters, r.Orgs, r.Products, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -284,6 +284,10 @@ func render1(dir, displayDir, mode string, opts render.Options) ([]byte, error) 
 	}
 	return nil, fmt.Errorf("mode %q: want spoke, hub or projects", mode)
 }
+
+// skipHubOverlayCheck switches off the refusal of an overlay on a record
+// that lands on the hub, for the test that the hub policy holds without it.
+var skipHubOverlayCheck = false
 
 // renderCluster renders a loaded record in spoke or hub mode. Whatever
 // lands on the management cluster passes the hub policy here, whether or
@@ -315,9 +319,12 @@ func renderCluster(e validate.ClusterEntry, dir, displayDir, mode string, opts r
 	// Overlays apply to the spoke only: hub and projects output is
 	// spokeforge's alone, so nothing in a cluster directory adds objects
 	// to the management cluster's argocd namespace.
-	overlay := render.Overlay{Dir: dir, Display: displayDir, InCluster: onHub}
+	overlay := render.Overlay{Dir: dir, Display: displayDir}
 	if overlay.File, err = render.FindOverlay(dir); err != nil {
 		return nil, err
+	}
+	if overlay.File != "" && onHub && !skipHubOverlayCheck {
+		return nil, &render.OverlayError{File: path.Join(displayDir, overlay.File), Line: 1, Msg: "a record whose spoke is the management cluster (inCluster) takes no overlay: what lands there is exactly spokeforge's render (docs/security.md, \"Hub objects\")"}
 	}
 	if overlay.File != "" {
 		out, err = overlay.Apply(objs, out)
@@ -332,15 +339,16 @@ func renderCluster(e validate.ClusterEntry, dir, displayDir, mode string, opts r
 	if onHub {
 		// Everything such a record deploys lands on the management
 		// cluster: the hub policy holds for the result, overlay or not.
-		file, cause := e.File, "the record"
+		file, overlayFile := e.File, ""
 		if overlay.File != "" {
-			file, cause = path.Join(displayDir, overlay.File), "the overlay"
+			overlayFile = path.Join(displayDir, overlay.File)
+			file = overlayFile
 		}
 		applied, err := render.DecodeStream(out)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", file, err)
 		}
-		if err := render.CheckSpokeOnHub(file, cause, objs, applied, opts.ArgoNamespace); err != nil {
+		if err := render.CheckSpokeOnHub(e.File, overlayFile, objs, applied, opts.ArgoNamespace); err != nil {
 			return nil, err
 		}
 	}

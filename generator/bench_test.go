@@ -59,8 +59,14 @@ spec:
 		for c := o * 50; c < o*50+50; c++ {
 			allow = append(allow, fmt.Sprintf("c%05d", c))
 		}
+		// Zone z0 of each product runs on the management cluster, in its own namespace.
+		var hubNS []string
+		for p := 0; p < 25; p++ {
+			hubNS = append(hubNS, fmt.Sprintf("o%03d-p%02d-z0", o, p))
+		}
 		m[fmt.Sprintf("orgs/o%03d.yaml", o)] = []byte(fmt.Sprintf(
-			"apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: o%03d}\nspec:\n  clusterAllowlist: [%s]\n", o, strings.Join(allow, ", ")))
+			"apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: o%03d}\nspec:\n  clusterAllowlist: [%s]\n  hubNamespaces: [%s]\n",
+			o, strings.Join(allow, ", "), strings.Join(hubNS, ", ")))
 		for p := 0; p < 25; p++ {
 			var b strings.Builder
 			fmt.Fprintf(&b, "apiVersion: spokeforge.io/v1alpha1\nkind: Product\nmetadata: {name: p%02d}\nspec:\n  delivery:\n    zones:\n", p)

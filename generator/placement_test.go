@@ -80,7 +80,7 @@ metadata: {name: checkout}
 spec:
   delivery:
     zones:
-      - {name: checkout-local, environment: release, cluster: hub-local}
+      - {name: checkout-local, environment: release, cluster: hub-local, namespace: checkout-rc}
 `}), "c1")
 	h := &fakeHub{apps: map[string]App{}}
 	if d := decisions(t, snap, h, Filter{})["checkout-local"]; d.Outcome != Waiting || !strings.Contains(d.Reason, "spoke-hub-local") {
@@ -142,7 +142,7 @@ func TestPlacementSticky(t *testing.T) {
 		t.Fatalf("unrelated commit: %+v", d)
 	}
 	// Git withdraws it: acme no longer allowlists gpu-east-1, whatever the hub holds.
-	noAllow := exampleFS(t, map[string]string{"orgs/acme.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: acme}\nspec: {clusterAllowlist: [hub-local]}\n",
+	noAllow := exampleFS(t, map[string]string{"orgs/acme.yaml": "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: acme}\nspec: {clusterAllowlist: [hub-local], hubNamespaces: [checkout-rc]}\n",
 		"clusters/gpu-east-1/cluster.yaml": withoutWorkloads(t, string(exampleFS(t, nil)["clusters/gpu-east-1/cluster.yaml"].Data))})
 	snap3 := mustSnapshot(t, noAllow, "c3")
 	if d := decisions(t, snap3, h, Filter{})["checkout-prod"]; d.Outcome != Rejected {

@@ -194,9 +194,9 @@ func FuzzRenderIdentities(f *testing.F) {
 		o := fuzzOptions
 		o.RepoURL = s
 		orgs := []validate.OrgEntry{{Org: &v1alpha1.Organization{Metadata: v1alpha1.ObjectMeta{Name: "acme"},
-			Spec: v1alpha1.OrganizationSpec{ClusterAllowlist: []string{"gpu-east-1", s}}}}}
-		objs, err := Projects([]validate.ClusterEntry{clusters["gpu-east-1"]}, orgs, o)
-		if err == nil && (len(objs) != 1 || objs[0].Obj["kind"] != "AppProject") {
+			Spec: v1alpha1.OrganizationSpec{ClusterAllowlist: []string{"gpu-east-1", s}, HubNamespaces: []string{s}}}}}
+		objs, err := Projects([]validate.ClusterEntry{clusters["gpu-east-1"]}, orgs, nil, o)
+		if err == nil && (len(objs) < 1 || len(objs) > 2 || objs[0].Obj["kind"] != "AppProject") {
 			t.Fatalf("projects: %d objects from one org for %q", len(objs), s)
 		}
 	})

@@ -7,18 +7,27 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/spokeforge/spokeforge/internal/hubpolicy"
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
 // The hub policy: what every object spokeforge puts on the management
 // cluster must satisfy, checked on the decoded objects (never on text), in
-// render and so in validate, which renders through the same code. It
-// covers an inCluster record's spoke render after its overlay
-// (CheckSpokeOnHub) and every record's hub-mode output (CheckHubOutput).
-// Projects-mode output is AppProjects only, spokeforge's alone, whose deny
-// destinations are themselves part of this policy; it has no pods and no
-// record-chosen namespaces, so it is not checked again.
+// render and so in validate, which renders through the same code. It is
+// default-deny, from the data of internal/hubpolicy:
+//
+//   - an inCluster record's spoke render (CheckSpokeOnHub) holds only the
+//     kinds of hubpolicy.SpokeKinds, outside the hub's platform namespaces
+//     (spokeforge's own components excepted), and what lands is exactly
+//     what spokeforge rendered: render refuses an overlay there, and this
+//     check holds without that refusal, since any object added, changed or
+//     removed is refused;
+//   - a record's hub-mode output (CheckHubOutput) sends no workload
+//     Application to the management cluster, and every workload
+//     Application goes through its org's AppProject;
+//   - projects-mode output (render.Projects) is rendered from
+//     hubpolicy.ZoneKinds and the orgs' hub namespaces alone.
 
 // onHub ends every policy message.
 const onHub = "on an inCluster record, whose spoke is the management cluster"
@@ -37,191 +46,77 @@ var systemComponents = map[string]bool{
 	"Deployment/spokeforge-agent":           true,
 }
 
-// fixedSpecKinds keep their rendered spec on the management cluster: a
-// patched store or generator could read Argo CD's Secrets (a kubernetes
-// provider, another namespace's secretRef) and hand them to a record's
-// ExternalSecrets; a patched Certificate could take another issuer.
-var fixedSpecKinds = map[string]bool{
-	"ClusterSecretStore": true, "SecretStore": true, "ClusterGenerator": true, "ExternalSecret": true,
-	"Certificate": true, "CustomResourceDefinition": true,
-}
-
-// podSpecPaths are where the pod-bearing kinds keep their pod spec: Pod
-// (spec); Deployment, DaemonSet, StatefulSet, ReplicaSet, Job and
-// ReplicationController (spec.template.spec); CronJob
-// (spec.jobTemplate.spec.template.spec). Every object is searched at all
-// three, so a kind not listed here that has the same shape is checked too.
-var podSpecPaths = [][]string{
-	{"spec"},
-	{"spec", "template", "spec"},
-	{"spec", "jobTemplate", "spec", "template", "spec"},
-}
-
-var containerLists = []string{"initContainers", "containers", "ephemeralContainers"}
-
-// allowedCapabilities may be added (the Pod Security "restricted" profile's one).
-var allowedCapabilities = map[string]bool{"NET_BIND_SERVICE": true}
-
 // CheckSpokeOnHub checks the objects an inCluster record puts on the
-// management cluster (out: its spoke render after its overlay) against the
-// hub policy. base is spokeforge's rendered spoke before the overlay; file
-// and cause say who is answerable in messages (the kustomization file and
-// "the overlay", or the record and "the record").
-func CheckSpokeOnHub(file, cause string, base []Object, out []map[string]any, argoNS string) error {
-	baseByID := map[objID]map[string]any{}
+// management cluster (out: its spoke render as printed, after any overlay)
+// against the hub policy. base is spokeforge's rendered spoke, answered for
+// by the record (recordFile); what out changes from it is answered for by
+// the overlay (overlayFile, "" without one).
+func CheckSpokeOnHub(recordFile, overlayFile string, base []Object, out []map[string]any, argoNS string) error {
+	failIn := func(file, cause string) func(format string, args ...any) error {
+		return func(format string, args ...any) error {
+			return &OverlayError{File: file, Msg: fmt.Sprintf("%s %s %s: %s", cause, fmt.Sprintf(format, args...), onHub, policyHint)}
+		}
+	}
+	fail := failIn(recordFile, "the record")
+	baseByID := make(map[objID]map[string]any, len(base))
 	for _, o := range base {
-		baseByID[objectID(o.Obj)] = o.Obj
+		id := objectID(o.Obj)
+		if !hubpolicy.SpokeKindAllowed(id.group, id.kind) {
+			return fail("renders %s, a kind the management cluster takes from no record,", describe(id))
+		}
+		if msg := namespaceProblem(id, argoNS); msg != "" {
+			return fail("%s", msg)
+		}
+		baseByID[id] = o.Obj
 	}
-	fail := func(format string, args ...any) error {
-		return &OverlayError{File: file, Msg: fmt.Sprintf("%s %s %s: %s", cause, fmt.Sprintf(format, args...), onHub, policyHint)}
+	if overlayFile != "" {
+		fail = failIn(overlayFile, "the overlay")
 	}
+	seen := make(map[objID]bool, len(out))
 	for _, obj := range out {
 		id := objectID(obj)
-		desc := describe(id)
-		ns := id.namespace
-		if id.kind == "Namespace" && id.group == "" {
-			ns = id.name
+		b, ok := baseByID[id]
+		switch {
+		case !ok || seen[id]:
+			return fail("adds %s, which spokeforge does not render,", describe(id))
+		case !sameValue(b, obj):
+			return fail("changes %s from what spokeforge renders,", describe(id))
 		}
-		if why := validate.HubNamespaceProblem(ns, argoNS); why != "" && !(ns == SystemNamespace && systemComponents[id.kind+"/"+id.name]) {
-			return fail("places %s in namespace %s, which %s,", desc, ns, why)
-		}
-		if id.kind == "PersistentVolume" && id.group == "" {
-			if _, has := dig(obj, "spec", "hostPath"); has {
-				return fail("gives %s a host path (spec.hostPath),", desc)
-			}
-			if b, ok := baseByID[id]; ok {
-				got, _ := dig(obj, "spec", "local")
-				want, _ := dig(b, "spec", "local")
-				if !sameValue(got, want) {
-					return fail("changes the local path of %s (spec.local), which spokeforge renders from spec.storage.devices with their safety evidence,", desc)
-				}
-			}
-		}
-		var baseObj map[string]any
-		if b, ok := baseByID[id]; ok {
-			baseObj = b
-		}
-		if baseObj != nil && fixedSpecKinds[id.kind] && !sameValue(baseObj["spec"], obj["spec"]) {
-			return fail("changes the spec of %s, which spokeforge renders to carry credentials and identity (stores, generators, ExternalSecrets, Certificates and CRDs keep their rendered spec),", desc)
-		}
-		for _, p := range podSpecPaths {
-			spec, ok := digMap(obj, p...)
-			if !ok || !hasContainers(spec) {
-				continue
-			}
-			at := strings.Join(p, ".")
-			if msg := podProblem(spec, at, desc); msg != "" {
-				return fail("%s", msg)
-			}
-			if baseObj == nil {
-				continue
-			}
-			baseSpec, _ := digMap(baseObj, p...)
-			if msg := componentChanged(baseSpec, spec, at, desc); msg != "" {
-				return fail("%s", msg)
-			}
+		seen[id] = true
+	}
+	for _, o := range base {
+		if id := objectID(o.Obj); !seen[id] {
+			return fail("removes %s, which spokeforge renders,", describe(id))
 		}
 	}
 	return nil
 }
 
-const policyHint = "privileged containers, host namespaces, host paths, added capabilities, a changed image, command, arguments or service account of spokeforge's components, and Argo CD's, Kubernetes' and spokeforge's namespaces are refused there"
-
-// podProblem checks one pod spec (at its path) for what may never run on
-// the management cluster.
-func podProblem(spec map[string]any, at, desc string) string {
-	for _, f := range []string{"hostPID", "hostIPC", "hostNetwork"} {
-		if v, _ := spec[f].(bool); v {
-			return fmt.Sprintf("gives %s the host's namespace (%s.%s: true)", desc, at, f)
-		}
+// namespaceProblem says why id may not be placed where it is on the
+// management cluster ("" when it may): a platform namespace, unless it is
+// one of spokeforge's own components in spokeforge's namespace.
+func namespaceProblem(id objID, argoNS string) string {
+	ns, verb := id.namespace, "places "+describe(id)+" in namespace "
+	if id.kind == "Namespace" && id.group == "" {
+		ns, verb = id.name, "renders the Namespace "
 	}
-	if v, _ := dig(spec, "securityContext", "windowsOptions", "hostProcess"); v == true {
-		return fmt.Sprintf("makes %s a host process (%s.securityContext.windowsOptions.hostProcess)", desc, at)
+	if ns == SystemNamespace && systemComponents[id.kind+"/"+id.name] {
+		return ""
 	}
-	vols, _ := spec["volumes"].([]any)
-	for i, v := range vols {
-		vm, _ := v.(map[string]any)
-		if hp, has := vm["hostPath"]; has {
-			p, _ := dig(hp, "path")
-			return fmt.Sprintf("mounts the host path %v into %s (%s.volumes[%d].hostPath)", p, desc, at, i)
-		}
-	}
-	for _, list := range containerLists {
-		cs, _ := spec[list].([]any)
-		for i, c := range cs {
-			cm, _ := c.(map[string]any)
-			cp := fmt.Sprintf("%s.%s[%d]", at, list, i)
-			sc, _ := cm["securityContext"].(map[string]any)
-			if v, _ := sc["privileged"].(bool); v {
-				return fmt.Sprintf("makes %s privileged (%s.securityContext.privileged)", desc, cp)
-			}
-			if v, _ := sc["allowPrivilegeEscalation"].(bool); v {
-				return fmt.Sprintf("lets %s escalate privileges (%s.securityContext.allowPrivilegeEscalation)", desc, cp)
-			}
-			if v, _ := dig(sc, "windowsOptions", "hostProcess"); v == true {
-				return fmt.Sprintf("makes %s a host process (%s.securityContext.windowsOptions.hostProcess)", desc, cp)
-			}
-			if pm, _ := sc["procMount"].(string); pm != "" && pm != "Default" {
-				return fmt.Sprintf("unmasks /proc in %s (%s.securityContext.procMount: %s)", desc, cp, pm)
-			}
-			adds, _ := dig(sc, "capabilities", "add")
-			addList, _ := adds.([]any)
-			for j, a := range addList {
-				if s, _ := a.(string); !allowedCapabilities[strings.TrimPrefix(strings.ToUpper(s), "CAP_")] {
-					return fmt.Sprintf("adds the capability %v to %s (%s.securityContext.capabilities.add[%d])", a, desc, cp, j)
-				}
-			}
-			ports, _ := cm["ports"].([]any)
-			for j, p := range ports {
-				if hp, _ := dig(p, "hostPort"); hp != nil && fmt.Sprint(hp) != "0" {
-					return fmt.Sprintf("binds a host port in %s (%s.ports[%d].hostPort)", desc, cp, j)
-				}
-			}
-		}
+	if why := hubpolicy.PlatformNamespace(ns, argoNS); ns != "" && why != "" {
+		return verb + ns + ", which " + why + ","
 	}
 	return ""
 }
 
-// componentChanged compares a pod spec of one of spokeforge's rendered
-// objects with the rendered base: the same containers (no init, ephemeral
-// or sidecar container added), each with the same image, command and
-// arguments, and the same service account.
-func componentChanged(base, spec map[string]any, at, desc string) string {
-	if !sameValue(base["serviceAccountName"], spec["serviceAccountName"]) || !sameValue(base["serviceAccount"], spec["serviceAccount"]) {
-		return fmt.Sprintf("changes the service account of %s, one of spokeforge's own components (%s.serviceAccountName)", desc, at)
-	}
-	for _, list := range containerLists {
-		want := map[string]map[string]any{}
-		bs, _ := base[list].([]any)
-		for _, c := range bs {
-			cm, _ := c.(map[string]any)
-			n, _ := cm["name"].(string)
-			want[n] = cm
-		}
-		cs, _ := spec[list].([]any)
-		for i, c := range cs {
-			cm, _ := c.(map[string]any)
-			n, _ := cm["name"].(string)
-			cp := fmt.Sprintf("%s.%s[%d]", at, list, i)
-			w, ok := want[n]
-			if !ok {
-				return fmt.Sprintf("adds the container %q to %s, one of spokeforge's own components (%s)", n, desc, cp)
-			}
-			for _, f := range []string{"image", "command", "args"} {
-				if !sameValue(w[f], cm[f]) {
-					return fmt.Sprintf("changes the %s of %s, one of spokeforge's own components (%s.%s)", f, desc, cp, f)
-				}
-			}
-		}
-	}
-	return ""
-}
+const policyHint = "what lands there is exactly spokeforge's render, of the kinds internal/hubpolicy lists, outside the hub's platform namespaces (docs/security.md, \"Hub objects\")"
 
 // CheckHubOutput checks a record's hub-mode output, which lands in Argo CD's
 // namespace of the management cluster: every Application's destination
-// namespace on the management cluster is outside the hub's system
-// namespaces, and workload Applications go through the AppProject of the
-// record's org, never one the record names.
+// namespace on the management cluster is outside the hub's platform
+// namespaces, no workload Application lands there at all, and workload
+// Applications go through the AppProject of the record's org, never one
+// the record names.
 func CheckHubOutput(file, org string, objs []Object, argoNS string) error {
 	for _, o := range objs {
 		id := objectID(o.Obj)
@@ -236,6 +131,9 @@ func CheckHubOutput(file, org string, objs []Object, argoNS string) error {
 		hub := strings.TrimRight(s, "/") == names.InClusterServer || name == validate.InClusterName
 		if why := validate.HubNamespaceProblem(nsStr, argoNS); hub && nsStr != "" && why != "" {
 			return &OverlayError{File: file, Msg: fmt.Sprintf("the record sends %s to namespace %s of the management cluster (spec.destination.namespace), which %s: workloads may not land there", describe(id), nsStr, why)}
+		}
+		if o.Boundary == "hub-workloads" && hub {
+			return &OverlayError{File: file, Msg: fmt.Sprintf("the record sends %s to the management cluster: workload Applications never land there; an org's applications there are zones in its spec.hubNamespaces", describe(id))}
 		}
 		if o.Boundary == "hub-workloads" {
 			project, _ := dig(o.Obj, "spec", "project")
@@ -254,15 +152,6 @@ func describe(id objID) string {
 	return fmt.Sprintf("%s %s", id.kind, id.name)
 }
 
-func hasContainers(spec map[string]any) bool {
-	for _, l := range containerLists {
-		if _, ok := spec[l]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // dig returns the value at path in nested maps.
 func dig(v any, path ...string) (any, bool) {
 	for _, p := range path {
@@ -275,15 +164,6 @@ func dig(v any, path ...string) (any, bool) {
 		}
 	}
 	return v, true
-}
-
-func digMap(v any, path ...string) (map[string]any, bool) {
-	x, ok := dig(v, path...)
-	if !ok {
-		return nil, false
-	}
-	m, ok := x.(map[string]any)
-	return m, ok
 }
 
 // sameValue compares decoded values whatever decoder made them (numbers

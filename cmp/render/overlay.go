@@ -67,11 +67,9 @@ func (e *OverlayError) Error() string {
 type Overlay struct {
 	// Dir is the cluster directory; Display names it in errors.
 	Dir, Display string
-	// File is the kustomization file's name in Dir (FindOverlay).
+	// File is the kustomization file's name in Dir (FindOverlay). A record
+	// whose spoke is the management cluster has none (render refuses it).
 	File string
-	// InCluster: the spoke is the management cluster, so the overlay may
-	// only patch, never add objects or touch RBAC.
-	InCluster bool
 }
 
 // Apply runs the overlay over the rendered base in memory (krusty), behind
@@ -99,7 +97,7 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 		return nil, &OverlayError{File: path.Join(ov.Display, RenderedResource), Msg: "this name is reserved for the rendered spoke: rename the file"}
 	}
 	chk := overlayChecker{files: files, display: ov.Display, root: ov.File, aliasBudget: OverlayAliasBudget,
-		kusts: map[string]*types.Kustomization{}, nodes: map[string]*kyaml.Node{}, inCluster: ov.InCluster}
+		kusts: map[string]*types.Kustomization{}, nodes: map[string]*kyaml.Node{}}
 	// Every file first: kustomize parses YAML it is handed (resources,
 	// patches, crds, …) and expands its aliases without a bound.
 	if err := chk.aliases(); err != nil {
@@ -150,7 +148,7 @@ func (ov Overlay) Apply(base []Object, baseYAML []byte) ([]byte, error) {
 	if err := checkObjects(display, m.Size()); err != nil {
 		return nil, err
 	}
-	if err := chk.result(base, m.Resources(), ov.InCluster); err != nil {
+	if err := chk.result(base, m.Resources()); err != nil {
 		return nil, err
 	}
 	// As m.AsYaml(), which per object writes the YAML node out, parses it
@@ -217,8 +215,6 @@ type overlayChecker struct {
 	aliasBudget int64
 	// patchRefs: where each patch is declared, for messages naming it.
 	patchRefs []patchRef
-	// inCluster: the record's spoke is the management cluster.
-	inCluster bool
 }
 
 type patchRef struct {
@@ -261,13 +257,6 @@ func (c *overlayChecker) kustomization(name string) error {
 	}
 	if f, why := refusedFields(&raw); f != "" {
 		return c.fail(name, c.keyLine(name, f), "%s: %s", f, why)
-	}
-	// The images transformer matches an image by its current name, which is the install's
-	// (SPOKEFORGE_IMAGE), not the record's: whether it would change one of spokeforge's
-	// components on the management cluster would depend on the install, and validate (which
-	// renders with a stand-in image) could then accept what render refuses. So not at all there.
-	if c.inCluster && len(raw.Images) > 0 {
-		return c.fail(name, c.keyLine(name, "images"), "images: an overlay of an inCluster record, whose spoke is the management cluster, may not set images: spokeforge's images there come from the install (SPOKEFORGE_IMAGE)")
 	}
 	if name == c.root {
 		for _, f := range []struct{ field, value, why string }{
@@ -510,10 +499,8 @@ func (id objID) String() string {
 	return fmt.Sprintf("%s %s", k, id.name)
 }
 
-var rbacKinds = map[string]bool{"Role": true, "ClusterRole": true, "RoleBinding": true, "ClusterRoleBinding": true}
-
 // result checks the overlay's output against the rendered base.
-func (c *overlayChecker) result(base []Object, out []*resource.Resource, inCluster bool) error {
+func (c *overlayChecker) result(base []Object, out []*resource.Resource) error {
 	got := map[objID]*resource.Resource{}
 	var ids []objID // in output order, so the first refusal is always the same one
 	for _, r := range out {
@@ -557,37 +544,16 @@ func (c *overlayChecker) result(base []Object, out []*resource.Resource, inClust
 				id, field, c.naming(id.name))
 		}
 	}
-	if !inCluster {
-		for _, id := range ids {
-			if _, rendered := baseIDs[id]; rendered {
-				continue
-			}
-			if id.kind == "Secret" && id.group == "" {
-				return c.fail(c.root, 0, "the overlay adds %s: a Secret in the overlay puts a credential in git; list it in the record's spec.secrets", id)
-			}
-			if ownAPIGroup(id.group) {
-				return c.fail(c.root, 0, "the overlay adds %s: objects of spokeforge's own API (%s) are rendered by spokeforge alone; the spoke has one Onboarding, the one named after the cluster, and another beside it could stand for it in Argo CD and the UI",
-					id, onboarding.Group)
-			}
-		}
-		return nil
-	}
-	// The spoke is the management cluster: patch only, and never RBAC.
 	for _, id := range ids {
-		if _, rendered := baseIDs[id]; !rendered {
-			return c.fail(c.root, 0, "the overlay adds %s to an inCluster record, whose spoke is the management cluster: overlays there may only patch rendered objects", id)
-		}
-	}
-	for id, o := range baseIDs {
-		if !rbacKinds[id.kind] {
+		if _, rendered := baseIDs[id]; rendered {
 			continue
 		}
-		m, err := got[id].Map()
-		if err != nil {
-			return err
+		if id.kind == "Secret" && id.group == "" {
+			return c.fail(c.root, 0, "the overlay adds %s: a Secret in the overlay puts a credential in git; list it in the record's spec.secrets", id)
 		}
-		if !sameRBAC(o.Obj, m) {
-			return c.fail(c.root, 0, "the overlay changes %s on an inCluster record, whose spoke is the management cluster: RBAC there is not patched by overlays%s", id, c.naming(id.name))
+		if ownAPIGroup(id.group) {
+			return c.fail(c.root, 0, "the overlay adds %s: objects of spokeforge's own API (%s) are rendered by spokeforge alone; the spoke has one Onboarding, the one named after the cluster, and another beside it could stand for it in Argo CD and the UI",
+				id, onboarding.Group)
 		}
 	}
 	return nil
@@ -673,18 +639,6 @@ func objectID(obj map[string]any) objID {
 	ns, _ := md["namespace"].(string)
 	n, _ := md["name"].(string)
 	return objID{g, k, ns, n}
-}
-
-// sameRBAC compares what grants access: rules, roleRef, subjects, aggregation.
-func sameRBAC(a, b map[string]any) bool {
-	for _, f := range []string{"rules", "roleRef", "subjects", "aggregationRule"} {
-		ja, _ := yamlv2.Marshal(normal(a[f]))
-		jb, _ := yamlv2.Marshal(normal(b[f]))
-		if !bytes.Equal(ja, jb) {
-			return false
-		}
-	}
-	return true
 }
 
 // normal makes the numbers of decoded values comparable (int64).

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/hubpolicy"
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/onboarding"
 	"github.com/spokeforge/spokeforge/internal/validate"
@@ -309,28 +310,89 @@ func Hub(e validate.ClusterEntry, o Options) ([]Object, error) {
 
 type orgProject struct {
 	Name, Project string
-	Clusters      []clusterRef
+	// HubNamespaces are the org's namespaces on the management cluster
+	// (spec.hubNamespaces), each a destination there.
+	HubNamespaces []string
+	// Destinations: those hub namespaces, and any namespace of each
+	// allowlisted spoke.
+	Destinations []destination
+	// ClusterResources is the project's clusterResourceWhitelist: the
+	// Namespaces of its zones on spokes, each by name (CreateNamespace).
+	ClusterResources []namedKind
 }
 
-type clusterRef struct {
-	Name      string
-	InCluster bool
+type destination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace"`
 }
 
-// Projects renders one AppProject per org, its destinations from the allowlist.
-func Projects(clusters []validate.ClusterEntry, orgs []validate.OrgEntry, o Options) ([]Object, error) {
+type namedKind struct {
+	Group string `json:"group"`
+	Kind  string `json:"kind"`
+	Name  string `json:"name,omitempty"`
+}
+
+// Projects renders one AppProject per org, its destinations from the
+// allowlist and its hub namespaces, and those namespaces themselves: what
+// an org may do on the management cluster is hubpolicy's data.
+func Projects(clusters []validate.ClusterEntry, orgs []validate.OrgEntry, products []validate.ProductEntry, o Options) ([]Object, error) {
 	byName := map[string]*v1alpha1.Cluster{}
 	for _, c := range clusters {
 		byName[c.Cluster.Metadata.Name] = c.Cluster
 	}
+	spokeNS := map[string]map[string]bool{}
+	for _, p := range products {
+		for _, z := range p.Product.Spec.Delivery.Zones {
+			if c, ok := byName[z.Cluster]; !ok || c.Spec.Connection.InCluster {
+				continue
+			}
+			ns := z.Namespace
+			if ns == "" {
+				ns = z.Name
+			}
+			if spokeNS[p.Org] == nil {
+				spokeNS[p.Org] = map[string]bool{}
+			}
+			spokeNS[p.Org][ns] = true
+		}
+	}
+	// A Namespace named for a spoke zone may be created on the hub too (one
+	// kind allowlist per project): never a platform or hub namespace.
+	anyHubNS := map[string]bool{}
+	for _, org := range orgs {
+		for _, ns := range org.Org.Spec.HubNamespaces {
+			anyHubNS[ns] = true
+		}
+	}
 	var list []orgProject
 	for _, org := range orgs {
-		op := orgProject{Name: org.Org.Metadata.Name, Project: names.OrgProject(org.Org.Metadata.Name)}
+		name := org.Org.Metadata.Name
+		op := orgProject{Name: name, Project: names.OrgProject(name), Destinations: []destination{}, ClusterResources: []namedKind{}}
+		hubNS := map[string]bool{}
+		for _, ns := range org.Org.Spec.HubNamespaces {
+			// The second layer: validate refuses these, and they never
+			// reach an AppProject or a Namespace here either.
+			if hubpolicy.PlatformNamespace(ns, o.ArgoNamespace) == "" {
+				hubNS[ns] = true
+			}
+		}
+		op.HubNamespaces = sortedKeys(hubNS)
+		for _, ns := range op.HubNamespaces {
+			op.Destinations = append(op.Destinations, destination{Server: names.InClusterServer, Namespace: ns})
+		}
 		allow := append([]string(nil), org.Org.Spec.ClusterAllowlist...)
 		sort.Strings(allow)
 		for _, cl := range allow {
-			if c, ok := byName[cl]; ok {
-				op.Clusters = append(op.Clusters, clusterRef{Name: cl, InCluster: c.Spec.Connection.InCluster})
+			// An inCluster cluster is the management cluster: its
+			// destinations are the hub namespaces above.
+			if c, ok := byName[cl]; ok && !c.Spec.Connection.InCluster {
+				op.Destinations = append(op.Destinations, destination{Name: cl, Namespace: "*"})
+			}
+		}
+		for _, ns := range sortedKeys(spokeNS[name]) {
+			if !anyHubNS[ns] && hubpolicy.PlatformNamespace(ns, o.ArgoNamespace) == "" {
+				op.ClusterResources = append(op.ClusterResources, namedKind{Kind: "Namespace", Name: ns})
 			}
 		}
 		list = append(list, op)
@@ -340,7 +402,12 @@ func Projects(clusters []validate.ClusterEntry, orgs []validate.OrgEntry, o Opti
 	if o.RepoURL != "" {
 		repos = []string{o.RepoURL}
 	}
-	return execute("projects.yaml.tmpl", map[string]any{"Orgs": list, "ArgoNamespace": o.ArgoNamespace, "SystemNamespace": SystemNamespace, "SourceRepos": repos}, "")
+	var kinds []namedKind
+	for _, k := range hubpolicy.ZoneKinds {
+		kinds = append(kinds, namedKind{Group: k.Group, Kind: k.Kind})
+	}
+	return execute("projects.yaml.tmpl", map[string]any{"Orgs": list, "ArgoNamespace": o.ArgoNamespace,
+		"SourceRepos": repos, "ZoneKinds": kinds, "NamespaceLabels": hubpolicy.ZoneNamespaceLabels}, "")
 }
 
 func execute(name string, data any, cluster string) ([]Object, error) {

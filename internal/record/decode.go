@@ -43,6 +43,7 @@ const (
 	CodeApplicationClash   Code = "ApplicationNameCollision"
 	CodeWorkloadOrg        Code = "WorkloadOrg"
 	CodeSecondInCluster    Code = "SecondInCluster"
+	CodeHubNamespace       Code = "HubNamespace"
 )
 
 func (e Error) Error() string {

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/hubpolicy"
 	"github.com/spokeforge/spokeforge/internal/names"
-	"github.com/spokeforge/spokeforge/internal/onboarding"
 )
 
 // The management cluster (the hub) as Argo CD resolves it, and what a
@@ -92,21 +92,10 @@ func HubServerProblem(server string) string {
 }
 
 // HubNamespaceProblem reports why namespace ns may not receive objects on
-// the management cluster ("" when it may): Argo CD's namespace (argoNS and
-// argocd), Kubernetes' own (kube-*, which covers kube-system, kube-public
-// and kube-node-lease) and spokeforge's (spokeforge-system, which holds
-// the AWS credentials of an inCluster spoke and spokeforge's own
-// components, and nothing a record chooses).
+// the management cluster ("" when it may): a platform namespace
+// (hubpolicy.PlatformNamespace).
 func HubNamespaceProblem(ns, argoNS string) string {
-	switch {
-	case ns == "argocd" || (argoNS != "" && ns == argoNS):
-		return "is Argo CD's namespace on the management cluster (its Secrets, cluster credentials and Applications)"
-	case strings.HasPrefix(ns, "kube-"):
-		return "is a Kubernetes system namespace of the management cluster"
-	case ns == onboarding.SystemNamespace:
-		return "is spokeforge's own namespace (the agent, the credentials helper and the AWS credentials it writes)"
-	}
-	return ""
+	return hubpolicy.PlatformNamespace(ns, argoNS)
 }
 
 // hubNamespaces checks the namespaces an inCluster record chooses (secrets,
@@ -131,6 +120,17 @@ func (c *checker) hubNamespaces(s v1alpha1.ClusterSpec) {
 	}
 	for i, x := range s.Workloads {
 		check(fmt.Sprintf("spec.workloads[%d].namespace", i), x.Namespace)
+	}
+	// Default-deny: the spoke render of an inCluster record holds only the
+	// kinds of hubpolicy.SpokeKinds; these two fields would add others.
+	if s.Storage != nil {
+		c.fail("spec.storage", "an inCluster record's spoke is the management cluster, which takes no local volumes or StorageClass from a record (the device path and its safety evidence are only what the author writes)")
+	}
+	if len(s.Workloads) > 0 {
+		c.fail("spec.workloads", "an inCluster record's spoke is the management cluster, where an org's applications are zones (products/) in the namespaces its orgs/<org>.yaml lists in spec.hubNamespaces")
+	}
+	if s.GPU != nil {
+		c.fail("spec.gpu", "an inCluster record's spoke is the management cluster, whose nodes a record does not label (spec.gpu renders a NodeFeatureRule)")
 	}
 }
 

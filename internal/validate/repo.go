@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/hubpolicy"
 	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/record"
 )
@@ -27,6 +28,18 @@ func Org(file string, lines record.Lines, o *v1alpha1.Organization) record.Error
 		seen[cl] = i
 		if !clusterNameRE.MatchString(cl) || len(cl) > MaxClusterName {
 			c.fail(p, "%q is not a cluster name", cl)
+		}
+	}
+	seenNS := map[string]int{}
+	for i, ns := range o.Spec.HubNamespaces {
+		p := fmt.Sprintf("%s[%d]", hubNamespacesPath, i)
+		if j, dup := seenNS[ns]; dup {
+			c.fail(p, "%q already listed at index %d", ns, j)
+		}
+		seenNS[ns] = i
+		c.slug(p, ns, 63)
+		if why := hubpolicy.PlatformNamespace(ns, ""); why != "" {
+			c.fail(p, "%q %s: an org's zones never run in a platform component's namespace", ns, why)
 		}
 	}
 	return c.errs
@@ -115,12 +128,13 @@ const (
 	namePath      = "metadata.name"
 	shortNamePath = "spec.shortName"
 	// secretPathField: the secret path derives from the whole spec.
-	secretPathField = "spec"
-	workloadsPath   = "spec.workloads"
-	allowlistPath   = "spec.clusterAllowlist"
-	zonesPath       = "spec.delivery.zones"
-	orgPath         = "spec.org"
-	inClusterPath   = "spec.connection.inCluster"
+	secretPathField   = "spec"
+	workloadsPath     = "spec.workloads"
+	allowlistPath     = "spec.clusterAllowlist"
+	zonesPath         = "spec.delivery.zones"
+	orgPath           = "spec.org"
+	inClusterPath     = "spec.connection.inCluster"
+	hubNamespacesPath = "spec.hubNamespaces"
 )
 
 // Present names the clusters and orgs whose record files exist, decoded or
@@ -257,6 +271,7 @@ func CrossFile(clusters []ClusterEntry, orgs []OrgEntry, products []ProductEntry
 			}
 		}
 	}
+	errs = append(errs, hubPlacement(clusters, orgs, products)...)
 	sort.SliceStable(errs, func(i, j int) bool {
 		if errs[i].File != errs[j].File {
 			return errs[i].File < errs[j].File
@@ -288,6 +303,20 @@ func (e *ClusterEntry) TrimLines(intern func(string) string) {
 		for j := range e.Cluster.Spec.Workloads {
 			paths = append(paths, indexPath(intern, workloadsPath, j, ".name"))
 		}
+		if s := e.Cluster.Spec; s.Connection.InCluster {
+			// hubPlacement names the namespaces of an inCluster record.
+			for j := range s.Secrets {
+				paths = append(paths, indexPath(intern, "spec.secrets", j, ".namespace"))
+			}
+			for j, x := range s.Registries {
+				for k := range x.Namespaces {
+					paths = append(paths, indexPath(intern, indexPath(nil, "spec.registries", j, ".namespaces"), k, ""))
+				}
+			}
+			for j := range s.Certificates {
+				paths = append(paths, indexPath(intern, "spec.certificates", j, ".namespace"))
+			}
+		}
 		for _, cs := range [][]names.Cloud{e.Names.Queues, e.Names.Buckets, e.Names.Registries} {
 			for _, c := range cs {
 				paths = append(paths, c.Field)
@@ -299,9 +328,12 @@ func (e *ClusterEntry) TrimLines(intern func(string) string) {
 
 // TrimLines is ClusterEntry.TrimLines for an org.
 func (e *OrgEntry) TrimLines(intern func(string) string) {
-	paths := make([]string, len(e.Org.Spec.ClusterAllowlist))
-	for i := range paths {
-		paths[i] = indexPath(intern, allowlistPath, i, "")
+	paths := make([]string, 0, len(e.Org.Spec.ClusterAllowlist)+len(e.Org.Spec.HubNamespaces))
+	for i := range e.Org.Spec.ClusterAllowlist {
+		paths = append(paths, indexPath(intern, allowlistPath, i, ""))
+	}
+	for i := range e.Org.Spec.HubNamespaces {
+		paths = append(paths, indexPath(intern, hubNamespacesPath, i, ""))
 	}
 	e.Lines = keepLines(e.Lines, paths)
 }
@@ -309,10 +341,10 @@ func (e *OrgEntry) TrimLines(intern func(string) string) {
 // TrimLines is ClusterEntry.TrimLines for a product.
 func (e *ProductEntry) TrimLines(intern func(string) string) {
 	zs := e.Product.Spec.Delivery.Zones
-	paths := make([]string, 0, 1+2*len(zs))
+	paths := make([]string, 0, 1+3*len(zs))
 	paths = append(paths, namePath)
 	for i := range zs {
-		paths = append(paths, indexPath(intern, zonesPath, i, ".name"), indexPath(intern, zonesPath, i, ".cluster"))
+		paths = append(paths, indexPath(intern, zonesPath, i, ".name"), indexPath(intern, zonesPath, i, ".cluster"), indexPath(intern, zonesPath, i, ".namespace"))
 	}
 	e.Lines = keepLines(e.Lines, paths)
 }

@@ -207,25 +207,45 @@ func TestCluster(t *testing.T) {
 		{name: "org not a slug", mutate: func(c *v1alpha1.Cluster) { c.Spec.Org = "Acme" },
 			want: []finding{{"spec.org", "lowercase letters"}}},
 		{name: "inCluster workload in kube-system", mutate: func(c *v1alpha1.Cluster) {
-			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			inClusterRecord(c)
 			c.Spec.Workloads[1].Namespace = "kube-system"
-		}, want: []finding{{"spec.workloads[1].namespace", `"kube-system" is a Kubernetes system namespace of the management cluster`}}},
+		}, want: []finding{{"spec.workloads[1].namespace", `"kube-system" is a Kubernetes system namespace of the management cluster`}, noHubWorkloads}},
 		{name: "inCluster workload in argocd", mutate: func(c *v1alpha1.Cluster) {
-			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			inClusterRecord(c)
 			c.Spec.Workloads[0].Namespace = "argocd"
-		}, want: []finding{{"spec.workloads[0].namespace", "Argo CD's namespace"}}},
+		}, want: []finding{{"spec.workloads[0].namespace", "Argo CD's namespace"}, noHubWorkloads}},
 		{name: "inCluster secret in argocd", mutate: func(c *v1alpha1.Cluster) {
-			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			inClusterRecord(c)
 			c.Spec.Secrets[0].Namespace = "argocd"
+			c.Spec.Workloads = nil
 		}, want: []finding{{"spec.secrets[0].namespace", "Argo CD's namespace"}}},
 		{name: "inCluster registry in kube-public", mutate: func(c *v1alpha1.Cluster) {
-			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			inClusterRecord(c)
 			c.Spec.Registries[0].Namespaces[1] = "kube-public"
+			c.Spec.Workloads = nil
 		}, want: []finding{{"spec.registries[0].namespaces[1]", "Kubernetes system namespace"}}},
 		{name: "inCluster certificate in spokeforge-system", mutate: func(c *v1alpha1.Cluster) {
-			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			inClusterRecord(c)
 			c.Spec.Certificates[0].Namespace = "spokeforge-system"
+			c.Spec.Workloads = nil
 		}, want: []finding{{"spec.certificates[0].namespace", "spokeforge's own namespace"}}},
+		{name: "inCluster with storage devices", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.GPU, c.Spec.Workloads = nil, nil
+		}, want: []finding{{"spec.storage", "takes no local volumes or StorageClass from a record"}}},
+		{name: "inCluster with GPU nodes", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.Storage, c.Spec.Workloads = nil, nil
+		}, want: []finding{{"spec.gpu", "whose nodes a record does not label"}}},
+		{name: "inCluster with workloads", mutate: func(c *v1alpha1.Cluster) {
+			c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+			c.Spec.Storage, c.Spec.GPU = nil, nil
+		}, want: []finding{noHubWorkloads}},
+		{name: "inCluster secret in external-secrets", mutate: func(c *v1alpha1.Cluster) {
+			inClusterRecord(c)
+			c.Spec.Workloads = nil
+			c.Spec.Secrets[0].Namespace = "external-secrets"
+		}, want: []finding{{"spec.secrets[0].namespace", "platform namespace of the management cluster"}}},
 		{name: "a spoke's workload in kube-system is its own business", mutate: func(c *v1alpha1.Cluster) { c.Spec.Workloads[0].Namespace = "kube-system" }},
 
 		// labels
@@ -295,15 +315,16 @@ func TestCluster(t *testing.T) {
 		{name: "region govcloud is fine", mutate: func(c *v1alpha1.Cluster) { c.Spec.Region = "us-gov-west-1" }},
 
 		// connection
-		{name: "inCluster and server", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.InCluster = true },
+		{name: "inCluster and server", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.InCluster = true; hubless(c) },
 			want: []finding{
 				{"spec.connection", "set inCluster or server, not both"},
 				{"spec.connection.credentials", "not used with inCluster"},
 			}},
 		{name: "inCluster with credentials", mutate: func(c *v1alpha1.Cluster) {
 			c.Spec.Connection = v1alpha1.Connection{InCluster: true, Credentials: &v1alpha1.Credentials{Type: "bearerToken"}}
+			hubless(c)
 		}, want: []finding{{"spec.connection.credentials", "not used with inCluster"}}},
-		{name: "inCluster alone is fine", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection = v1alpha1.Connection{InCluster: true} }},
+		{name: "inCluster alone is fine", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection = v1alpha1.Connection{InCluster: true}; hubless(c) }},
 		{name: "neither inCluster nor server", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "" },
 			want: []finding{{"spec.connection", "set inCluster: true or server"}}},
 		{name: "server with user information", mutate: func(c *v1alpha1.Cluster) { c.Spec.Connection.Server = "https://admin:hunter2-pw@10.20.0.10:6443" },
@@ -777,6 +798,18 @@ func TestOrg(t *testing.T) {
 			want: []finding{{"metadata.name", "at most 50"}}},
 		{name: "reserved label", mutate: func(o *v1alpha1.Organization) { o.Metadata.Labels["argocd.argoproj.io/instance"] = "x" },
 			want: []finding{{"metadata.labels.argocd.argoproj.io/instance", "prefix belongs to Argo CD"}}},
+		{name: "hub namespaces", mutate: func(o *v1alpha1.Organization) { o.Spec.HubNamespaces = []string{"checkout-rc", "acme-tools"} }},
+		{name: "hub namespace duplicate", mutate: func(o *v1alpha1.Organization) { o.Spec.HubNamespaces = []string{"checkout-rc", "checkout-rc"} },
+			want: []finding{{"spec.hubNamespaces[1]", "already listed at index 0"}}},
+		{name: "hub namespace not a name", mutate: func(o *v1alpha1.Organization) { o.Spec.HubNamespaces = []string{"Tools"} },
+			want: []finding{{"spec.hubNamespaces[0]", "lowercase letters"}}},
+		{name: "hub namespaces of the platform", mutate: func(o *v1alpha1.Organization) {
+			o.Spec.HubNamespaces = []string{"argocd", "kube-system", "spokeforge-system", "external-secrets", "cert-manager", "default"}
+		}, want: []finding{
+			{"spec.hubNamespaces[0]", "Argo CD's namespace"}, {"spec.hubNamespaces[1]", "Kubernetes system namespace"},
+			{"spec.hubNamespaces[2]", "spokeforge's own namespace"}, {"spec.hubNamespaces[3]", "platform namespace"},
+			{"spec.hubNamespaces[4]", "platform namespace"}, {"spec.hubNamespaces[5]", "platform namespace"},
+		}},
 		{name: "allowlist duplicate", mutate: func(o *v1alpha1.Organization) {
 			o.Spec.ClusterAllowlist = append(o.Spec.ClusterAllowlist, "gpu-east-1")
 		}, want: []finding{{"spec.clusterAllowlist[2]", `"gpu-east-1" already listed at index 0`}}},
@@ -931,6 +964,25 @@ func clusterEntry(t *testing.T, name, short string, edit func(*v1alpha1.Cluster)
 	return validate.ClusterEntry{Loc: validate.Loc{File: file, Lines: record.Lines{"spec.shortName": 8, "spec.queues[0].purpose": 40}}, Cluster: c, Names: n}
 }
 
+// inClusterRecord makes c the management cluster, without the storage and
+// GPU nodes an inCluster record may not have.
+func inClusterRecord(c *v1alpha1.Cluster) {
+	c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+	c.Spec.Storage, c.Spec.GPU = nil, nil
+}
+
+// hubless drops what an inCluster record may not have.
+func hubless(c *v1alpha1.Cluster) { c.Spec.Storage, c.Spec.GPU, c.Spec.Workloads = nil, nil, nil }
+
+var noHubWorkloads = finding{"spec.workloads", "where an org's applications are zones"}
+
+// hubRecord makes a fixture cluster the management cluster, without what
+// an inCluster record may not have.
+func hubRecord(c *v1alpha1.Cluster) {
+	c.Spec.Connection = v1alpha1.Connection{InCluster: true}
+	hubless(c)
+}
+
 func newFixture(t *testing.T) *fixture {
 	org := func(name string, allow ...string) validate.OrgEntry {
 		o := validOrg()
@@ -944,12 +996,14 @@ func newFixture(t *testing.T) *fixture {
 		p.Spec.Delivery.Zones = zones
 		return validate.ProductEntry{Loc: validate.Loc{File: "products/" + org + "/" + name + ".yaml"}, Org: org, Product: p}
 	}
+	acme := org("acme", "gpu-east-1")
+	acme.Org.Spec.HubNamespaces = []string{"checkout-rc"}
 	return &fixture{
 		clusters: []validate.ClusterEntry{
 			clusterEntry(t, "gpu-east-1", "eue1", nil),
 			clusterEntry(t, "gpu-west-2", "euw2", nil),
 		},
-		orgs: []validate.OrgEntry{org("acme", "gpu-east-1"), org("globex", "gpu-west-2")},
+		orgs: []validate.OrgEntry{acme, org("globex", "gpu-west-2")},
 		products: []validate.ProductEntry{
 			product("acme", "checkout",
 				v1alpha1.Zone{Name: "checkout-rc", Environment: "pre-release"},
@@ -1022,16 +1076,60 @@ func TestCrossFile(t *testing.T) {
 		}},
 		{name: "zone on the management cluster needs no record", mutate: func(t *testing.T, f *fixture) {
 			f.products[1].Product.Spec.Delivery.Zones[0].Cluster = ""
+			f.orgs[1].Org.Spec.HubNamespaces = []string{"trainer-staging"}
+		}},
+		{name: "zone on the management cluster outside its org's hub namespaces", mutate: func(t *testing.T, f *fixture) {
+			f.products[1].Product.Spec.Delivery.Zones[0].Cluster = ""
+		}, want: []crossFinding{
+			{"products/globex/trainer.yaml", "spec.delivery.zones[0].name", record.CodeHubNamespace,
+				`zone "trainer-staging" runs on the management cluster in namespace "trainer-staging", which org globex does not list in spec.hubNamespaces (orgs/globex.yaml): its AppProject org-globex refuses it`},
+		}},
+		{name: "zone on the management cluster in another org's hub namespace", mutate: func(t *testing.T, f *fixture) {
+			z := &f.products[1].Product.Spec.Delivery.Zones[0]
+			z.Cluster, z.Namespace = "", "checkout-rc"
+		}, want: []crossFinding{
+			{"products/globex/trainer.yaml", "spec.delivery.zones[0].namespace", record.CodeHubNamespace, `namespace "checkout-rc", which org globex does not list`},
+		}},
+		{name: "zone on the inCluster cluster outside its org's hub namespaces", mutate: func(t *testing.T, f *fixture) {
+			f.clusters[0] = clusterEntry(t, "gpu-east-1", "eue1", hubRecord)
+			f.products[0].Product.Spec.Delivery.Zones[1].Namespace = "argocd"
+		}, want: []crossFinding{
+			{"products/acme/checkout.yaml", "spec.delivery.zones[1].namespace", record.CodeHubNamespace, `zone "checkout-prod" runs on the management cluster in namespace "argocd"`},
+		}},
+		{name: "spoke zone in a platform namespace", mutate: func(t *testing.T, f *fixture) {
+			f.products[0].Product.Spec.Delivery.Zones[1].Namespace = "external-secrets"
+		}, want: []crossFinding{
+			{"products/acme/checkout.yaml", "spec.delivery.zones[1].namespace", record.CodeHubNamespace, `platform namespace of the management cluster`},
+		}},
+		{name: "spoke zone in a hub namespace", mutate: func(t *testing.T, f *fixture) {
+			f.products[1].Product.Spec.Delivery.Zones[0].Namespace = "checkout-rc"
+		}, want: []crossFinding{
+			{"products/globex/trainer.yaml", "spec.delivery.zones[0].namespace", record.CodeHubNamespace, `a hub namespace of org acme (orgs/acme.yaml)`},
+		}},
+		{name: "hub namespace of two orgs", mutate: func(t *testing.T, f *fixture) {
+			f.orgs[1].Org.Spec.HubNamespaces = []string{"checkout-rc"}
+		}, want: []crossFinding{
+			{"orgs/globex.yaml", "spec.hubNamespaces[0]", record.CodeHubNamespace, `hub namespace "checkout-rc" is also listed by org acme (orgs/acme.yaml)`},
+		}},
+		{name: "inCluster record delivers secrets into an org's hub namespace", mutate: func(t *testing.T, f *fixture) {
+			f.clusters[0] = clusterEntry(t, "gpu-east-1", "eue1", func(c *v1alpha1.Cluster) {
+				hubRecord(c)
+				c.Spec.Secrets[0].Namespace = "checkout-rc"
+			})
+		}, want: []crossFinding{
+			{"clusters/gpu-east-1/cluster.yaml", "spec.secrets[0].namespace", record.CodeHubNamespace, `namespace "checkout-rc" of the management cluster is a hub namespace of org acme`},
+			{"products/acme/checkout.yaml", "spec.delivery.zones[1].name", record.CodeHubNamespace, `zone "checkout-prod" runs on the management cluster`},
 		}},
 		{name: "duplicate zone across products", mutate: func(t *testing.T, f *fixture) {
 			f.products[1].Product.Spec.Delivery.Zones[0].Name = "checkout-rc"
 		}, want: []crossFinding{
 			{"products/globex/trainer.yaml", "spec.delivery.zones[0].name", record.CodeDuplicateZone,
 				`zone "checkout-rc" is also defined in products/acme/checkout.yaml; zone names are unique (the Application is product-checkout-rc)`},
+			{"products/globex/trainer.yaml", "spec.delivery.zones[0].name", record.CodeHubNamespace, `uses namespace "checkout-rc", a hub namespace of org acme`},
 		}},
 		{name: "duplicate zone in one product", mutate: func(t *testing.T, f *fixture) {
 			z := &f.products[0].Product.Spec.Delivery
-			z.Zones = append(z.Zones, v1alpha1.Zone{Name: "checkout-prod", Environment: "release"})
+			z.Zones = append(z.Zones, v1alpha1.Zone{Name: "checkout-prod", Environment: "release", Cluster: "gpu-east-1"})
 		}, want: []crossFinding{
 			{"products/acme/checkout.yaml", "spec.delivery.zones[2].name", record.CodeDuplicateZone, "is also defined in products/acme/checkout.yaml"},
 		}},
@@ -1046,11 +1144,12 @@ func TestCrossFile(t *testing.T) {
 			{"clusters/gpu-east-1/cluster.yaml", "spec.org", record.CodeWorkloadOrg, `org "globex" does not list "gpu-east-1" in its spec.clusterAllowlist`},
 		}},
 		{name: "two inCluster records", mutate: func(t *testing.T, f *fixture) {
-			hub := func(c *v1alpha1.Cluster) { c.Spec.Connection = v1alpha1.Connection{InCluster: true} }
-			f.clusters[0] = clusterEntry(t, "gpu-east-1", "eue1", hub)
-			f.clusters[1] = clusterEntry(t, "gpu-west-2", "euw2", hub)
+			f.clusters[0] = clusterEntry(t, "gpu-east-1", "eue1", hubRecord)
+			f.clusters[1] = clusterEntry(t, "gpu-west-2", "euw2", hubRecord)
 		}, want: []crossFinding{
 			{"clusters/gpu-west-2/cluster.yaml", "spec.connection.inCluster", record.CodeSecondInCluster, "cluster gpu-east-1 (clusters/gpu-east-1/cluster.yaml) is already the management cluster"},
+			{"products/acme/checkout.yaml", "spec.delivery.zones[1].name", record.CodeHubNamespace, `zone "checkout-prod" runs on the management cluster`},
+			{"products/globex/trainer.yaml", "spec.delivery.zones[0].name", record.CodeHubNamespace, `zone "trainer-staging" runs on the management cluster`},
 		}},
 		{name: "product of an unknown org", mutate: func(t *testing.T, f *fixture) {
 			f.orgs = f.orgs[:1]

@@ -77,10 +77,11 @@ spec:
 `, name, server)
 }
 
-// orgAllowing is orgs/acme.yaml with the allowlist clusters.
+// orgAllowing is orgs/acme.yaml with the allowlist clusters, and the example's hub namespace
+// (zone checkout-rc).
 func orgAllowing(clusters ...string) string {
 	return "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata:\n  name: acme\nspec:\n  clusterAllowlist: [" +
-		strings.Join(clusters, ", ") + "]\n"
+		strings.Join(clusters, ", ") + "]\n  hubNamespaces: [checkout-rc]\n"
 }
 
 // DemoRepoFiles are the files the demo commits to its gitops repo (and TestAddCluster, which runs

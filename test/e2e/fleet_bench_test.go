@@ -233,7 +233,8 @@ func fleetRepo(t testing.TB, n int, recipient string) map[string]string {
 }
 
 func fleetOrg(name string, allow []string) string {
-	return fmt.Sprintf("apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: %s}\nspec:\n  clusterAllowlist: [%s]\n", name, strings.Join(allow, ", "))
+	// <org>-rc is the org's zone on the management cluster.
+	return fmt.Sprintf("apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: %[1]s}\nspec:\n  clusterAllowlist: [%[2]s]\n  hubNamespaces: [%[1]s-rc]\n", name, strings.Join(allow, ", "))
 }
 
 // benchFleet measures one layout at size n on a hub of its own.

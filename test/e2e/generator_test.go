@@ -53,6 +53,11 @@ func org(name string, allow ...string) string {
 	return fmt.Sprintf("apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata: {name: %s}\nspec:\n  clusterAllowlist: [%s]\n", name, strings.Join(allow, ", "))
 }
 
+// acmeOrg is orgs/acme.yaml: its zone web-rc runs on the management cluster, in its namespace.
+func acmeOrg(allow ...string) string {
+	return org("acme", allow...) + "  hubNamespaces: [web-rc]\n"
+}
+
 // TestGenerator: the real applicationset-controller calls `spokeforge generator` through the
 // plugin ConfigMap and renders the example ApplicationSets. App-of-apps and placed zone
 // Applications appear; removing an allowlist entry withdraws its zone; with the generator
@@ -68,7 +73,7 @@ func TestGenerator(t *testing.T) {
 	repo, err := h.NewGitRepo("gitops", map[string]string{
 		"clusters/spoke/cluster.yaml": clusterRecord(SpokeClusterName, "spk", h.Spoke.URL),
 		"clusters/edge/cluster.yaml":  clusterRecord("edge", "edg", "https://edge.example.invalid:6443"),
-		"orgs/acme.yaml":              org("acme", SpokeClusterName, "edge"),
+		"orgs/acme.yaml":              acmeOrg(SpokeClusterName, "edge"),
 		"orgs/globex.yaml":            org("globex"),
 		"products/acme/web.yaml": `apiVersion: spokeforge.io/v1alpha1
 kind: Product
@@ -239,7 +244,7 @@ spec:
 	waitPlacement("spoke Application Healthy again", "web-prod", "placed: cluster spoke is registered")
 
 	// Git withdraws a zone: acme no longer allowlists spoke.
-	if err := repo.Commit("acme: drop spoke", map[string]string{"orgs/acme.yaml": org("acme", "edge")}); err != nil {
+	if err := repo.Commit("acme: drop spoke", map[string]string{"orgs/acme.yaml": acmeOrg("edge")}); err != nil {
 		t.Fatal(err)
 	}
 	post(t, ctx, base+"/api/v1/refresh", token)
@@ -276,7 +281,7 @@ spec:
 	// (ReconcileRequeueOnValidationError, 3 min in v3.4 and v3.6); docs/generator.md.
 	// The commit also fixes globex's typo: a generator that starts on an invalid head has no
 	// last good snapshot to serve.
-	if err := repo.Commit("acme: spoke again; globex fixed", map[string]string{"orgs/acme.yaml": org("acme", SpokeClusterName, "edge"), "orgs/globex.yaml": org("globex")}); err != nil {
+	if err := repo.Commit("acme: spoke again; globex fixed", map[string]string{"orgs/acme.yaml": acmeOrg(SpokeClusterName, "edge"), "orgs/globex.yaml": org("globex")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := gen.Start(ctx); err != nil {

@@ -91,7 +91,7 @@ func removeCluster(t *testing.T, stopGenerator, withAllowlist bool) {
 		}
 	}
 	if withAllowlist {
-		removal["orgs/acme.yaml"] = "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata:\n  name: acme\nspec:\n  clusterAllowlist: []\n"
+		removal["orgs/acme.yaml"] = "apiVersion: spokeforge.io/v1alpha1\nkind: Organization\nmetadata:\n  name: acme\nspec:\n  clusterAllowlist: []\n  hubNamespaces: [checkout-rc]\n"
 	}
 	repo, err := h.NewGitRepo("gitops", files)
 	if err != nil {

@@ -55,8 +55,9 @@ func TestGeneratorReplicas(t *testing.T) {
 	}
 	repo, err := h.NewGitRepo("gitops", map[string]string{
 		"clusters/spoke/cluster.yaml": clusterRecord(SpokeClusterName, "spk", h.Spoke.URL),
-		"orgs/acme.yaml":              org("acme", SpokeClusterName),
-		"products/acme/web.yaml":      zonesOf(2),
+		// The zones run on the management cluster, each in its own namespace.
+		"orgs/acme.yaml":         org("acme", SpokeClusterName) + "  hubNamespaces: [web-00, web-01, web-02, web-03, web-04, web-05]\n",
+		"products/acme/web.yaml": zonesOf(2),
 	})
 	if err != nil {
 		t.Fatal(err)

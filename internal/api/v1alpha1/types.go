@@ -281,6 +281,11 @@ type Organization struct {
 type OrganizationSpec struct {
 	// ClusterAllowlist names the clusters the org's zones may land on.
 	ClusterAllowlist []string `json:"clusterAllowlist"`
+	// HubNamespaces are the management cluster's namespaces the org's zones
+	// (and its workloads on an inCluster cluster) may use: none other there.
+	// Platform admins list them (orgs/ is theirs); spokeforge creates each
+	// at the Pod Security "restricted" level.
+	HubNamespaces []string `json:"hubNamespaces,omitempty"`
 }
 
 // Product is an org's product and the zones it delivers.
