@@ -95,6 +95,15 @@ const DefaultCredentialsSecret = "argocd-cluster"
 // what the hub's store reads into Argo CD.
 const ReservedSecretPrefix = "argocd-"
 
+// Spoke Secrets that spokeforge itself writes, which a spec.secrets entry
+// (an ExternalSecret and its target Secret of that name) must not take over:
+// the credentials helper's AWS session and everything named spokeforge-
+// (the registry pull secret, the helper's objects).
+const (
+	AWSCredentialsSecret = "aws-credentials"
+	PlatformObjectPrefix = "spokeforge-"
+)
+
 // CredentialsSecret is the secret under c's secret path that holds the hub's
 // credential for the spoke: connection.credentials.secretName or the default.
 func CredentialsSecret(c *v1alpha1.Cluster) string {
@@ -105,7 +114,8 @@ func CredentialsSecret(c *v1alpha1.Cluster) string {
 }
 
 // ReservedSecretProblem says why name may not be a spec.secrets entry of c
-// ("" if it may): it is c's connection credential or in the platform's prefix.
+// ("" if it may): it is c's connection credential, in the platform's prefix,
+// or one of the Secrets spokeforge writes on the spoke.
 // Neither names the secret: a record may have put a credential in secretName.
 func ReservedSecretProblem(c *v1alpha1.Cluster, name string) string {
 	switch {
@@ -113,6 +123,8 @@ func ReservedSecretProblem(c *v1alpha1.Cluster, name string) string {
 		return "is reserved: it is the cluster's connection credential (connection.credentials.secretName, default " + DefaultCredentialsSecret + "), which infrastructure writes for the hub, never the repo"
 	case strings.HasPrefix(name, ReservedSecretPrefix):
 		return "is reserved: names starting with " + ReservedSecretPrefix + " are the platform's (the hub's connection credential among them)"
+	case name == AWSCredentialsSecret || strings.HasPrefix(name, PlatformObjectPrefix):
+		return "is reserved: " + AWSCredentialsSecret + " and names starting with " + PlatformObjectPrefix + " are Secrets spokeforge writes on the spoke (the AWS session, the registry pull secret)"
 	}
 	return ""
 }

@@ -97,6 +97,10 @@ func TestReservedSecretNames(t *testing.T) {
 		{"hub-creds7q", "", false},
 		{"argocd", "", false},
 		{"my-argocd-cluster", "", false},
+		{"aws-credentials", "", true},
+		{"spokeforge-registry", "", true},
+		{"spokeforge-x", "", true},
+		{"aws-credentials-2", "", false},
 	} {
 		c := cluster("eue1", func(s *v1alpha1.ClusterSpec) {
 			s.Connection.Credentials = &v1alpha1.Credentials{Type: "bearerToken", SecretName: tc.secretName}
