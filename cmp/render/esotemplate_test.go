@@ -8,6 +8,7 @@ import (
 	"sort"
 	"testing"
 	"text/template"
+	"text/template/parse"
 	"unicode/utf8"
 
 	"github.com/Masterminds/sprig/v3"
@@ -176,6 +177,29 @@ func TestDockerConfigHoldsOnlyTheRegistryFields(t *testing.T) {
 			if utf8.ValidString(v) && (reg != store["proxy_endpoint"] || a["password"] != v || a["auth"] != b64(store["username"]+":"+v)) {
 				t.Errorf("value %q: %s does not hold the generator's values", v, out)
 			}
+		}
+	}
+}
+
+// TestESOTemplatesAreOneEncodedObject: each External Secrets template is a
+// single action that ends in toJson, with no text around it, so no later
+// edit can paste a value between quotes.
+func TestESOTemplatesAreOneEncodedObject(t *testing.T) {
+	for name, text := range map[string]string{
+		"bearerToken": bearerTokenConfigTemplate, "clientCertificate": clientCertificateConfigTemplate, "docker": dockerConfigTemplate,
+	} {
+		tpl, err := template.New(name).Funcs(sprig.TxtFuncMap()).Parse(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := tpl.Tree.Root.Nodes
+		action, ok := nodes[0].(*parse.ActionNode)
+		if len(nodes) != 1 || !ok {
+			t.Fatalf("%s: %d nodes; want one action and no text: %s", name, len(nodes), text)
+		}
+		last := action.Pipe.Cmds[len(action.Pipe.Cmds)-1]
+		if id, ok := last.Args[0].(*parse.IdentifierNode); !ok || id.Ident != "toJson" {
+			t.Errorf("%s: %s does not end in toJson", name, action)
 		}
 	}
 }
