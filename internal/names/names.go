@@ -116,7 +116,7 @@ func CredentialsSecret(c *v1alpha1.Cluster) string {
 // ReservedSecretProblem says why name may not be a spec.secrets entry of c
 // ("" if it may): it is c's connection credential, in the platform's prefix,
 // or one of the Secrets spokeforge writes on the spoke.
-// Neither names the secret: a record may have put a credential in secretName.
+// No message names the secret: a record may have put a credential in secretName.
 func ReservedSecretProblem(c *v1alpha1.Cluster, name string) string {
 	switch {
 	case name == CredentialsSecret(c):
@@ -274,8 +274,8 @@ func Policies(c *v1alpha1.Cluster, n *Names) IAMPolicies {
 	}
 	var secrets, repos, queues, buckets, objects []string
 	for _, x := range n.Secrets {
-		// A second layer under Derive's check: the role never reads the hub's
-		// credential for the spoke, whatever Names it is handed.
+		// A second layer under Derive's check: the role never reads a reserved
+		// secret (the hub's credential for the spoke), whatever Names it is handed.
 		if ReservedSecretProblem(c, x.Purpose) != "" {
 			continue
 		}
