@@ -1,11 +1,13 @@
 package repo
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/spokeforge/spokeforge/internal/record"
 )
@@ -67,4 +69,46 @@ func TestCredentialsScrubbedWithoutTheDecoderCheck(t *testing.T) {
 			}
 		}
 	}
+}
+
+// credentialPositions put a value (YAML double-quoted) at each place under
+// connection.credentials where a record may hold text: a field of each
+// type, a list item, a mapping key and value, an unknown field's name and
+// value, exec's keys and values.
+var credentialPositions = []string{
+	"type: %s", "type: bearerToken\n  token: %s", "type: bearerToken\n  token: [%s]", "type: bearerToken\n  token: {%s: %[1]s}",
+	"type: bearerToken\n  secretName: %s", "type: bearerToken\n  tokenFile: %s", "type: clientCertificate\n  clientKeyData: %s",
+	"type: bearerToken\n  exec: {%s: [%[1]s]}", "type: bearerToken\n  authProvider: {name: %s}", "type: bearerToken\n  %s: %[1]s",
+	"type: bearerToken\n  %s: 1\n  %[1]s: 2", "type: bearerToken\n  exec: {%s: 1, %[1]s: 2}",
+}
+
+// FuzzCredentialNeverRepeated puts arbitrary text at every position under
+// credentials: no finding of the record repeats it in its path or message.
+func FuzzCredentialNeverRepeated(f *testing.F) {
+	for _, s := range []string{"CANARYfuzz01", "hunter2hunter2", "a\nmulti-line\nsecret", "\"quoted\" and 'single'", "line\u2028sep", "bearerTokenX", "9182736455"} {
+		f.Add(s)
+	}
+	base, err := ReadFiles("../../examples/gitops")
+	if len(err) > 0 {
+		f.Fatal(err)
+	}
+	record := string(base["clusters/gpu-east-1/cluster.yaml"])
+	const block = "    credentials:\n      type: bearerToken\n"
+	f.Fuzz(func(t *testing.T, secret string) {
+		if len(secret) < minScrubbed || credentialWords[secret] || !utf8.ValidString(secret) {
+			return // too short to tell from the messages' own words, or a word the schema spells
+		}
+		quoted, _ := json.Marshal(secret) // a YAML double-quoted scalar
+		for _, pos := range credentialPositions {
+			text := strings.ReplaceAll(pos, "%[1]s", "%s")
+			text = strings.ReplaceAll(text, "%s", string(quoted))
+			rec := strings.Replace(record, block, "    credentials:\n      "+strings.ReplaceAll(text, "\n", "\n    ")+"\n", 1)
+			_, errs := ParseCluster("clusters/gpu-east-1/cluster.yaml", []byte(rec))
+			for _, e := range errs {
+				if strings.Contains(e.Path, secret) || strings.Contains(e.Msg, secret) {
+					t.Fatalf("%q at %q is repeated: %s", secret, pos, e.Error())
+				}
+			}
+		}
+	})
 }
