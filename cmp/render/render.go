@@ -264,10 +264,25 @@ func Spoke(e validate.ClusterEntry, o Options) ([]Object, error) {
 		"SessionDuration":      session,
 		"StorageClass":         storageClass,
 		"Devices":              devices,
-		"DockerConfigTemplate": `{"auths":{"{{ .proxy_endpoint }}":{"username":"{{ .username }}","password":"{{ .password }}","auth":"{{ printf "%s:%s" .username .password | b64enc }}"}}}`,
+		"DockerConfigTemplate": dockerConfigTemplate,
 	}
 	return execute("spoke.yaml.tmpl", data, c.Metadata.Name)
 }
+
+// The External Secrets templates (engine v2: text/template with sprig) that
+// turn a store's values into structured text. Each builds its object as data
+// (dict) and encodes it whole (toJson): a value is a JSON string whatever it
+// holds, and the object has exactly the fields named here. Pasting values
+// between quotes would let a value with a quote in it add fields, such as
+// the execProviderConfig that Argo CD runs in its application-controller.
+const (
+	// bearerTokenConfigTemplate is the Argo CD cluster config of a bearerToken credential.
+	bearerTokenConfigTemplate = `{{ dict "bearerToken" .bearerToken "tlsClientConfig" (dict "caData" (.caData | b64enc)) | toJson }}`
+	// clientCertificateConfigTemplate is the Argo CD cluster config of a clientCertificate credential.
+	clientCertificateConfigTemplate = `{{ dict "tlsClientConfig" (dict "caData" (.caData | b64enc) "certData" (.certData | b64enc) "keyData" (.keyData | b64enc)) | toJson }}`
+	// dockerConfigTemplate is the pull secret of the ECR authorization token generator's output.
+	dockerConfigTemplate = `{{ dict "auths" (dict .proxy_endpoint (dict "username" .username "password" .password "auth" (printf "%s:%s" .username .password | b64enc))) | toJson }}`
+)
 
 // Hub renders the hub-side objects for one cluster: the ExternalSecret
 // that delivers its Argo CD cluster Secret, its spoke Application and its
@@ -278,15 +293,9 @@ func Hub(e validate.ClusterEntry, o Options) ([]Object, error) {
 	if project == "" {
 		project = "default"
 	}
-	credKey := names.DefaultCredentialsSecret
-	configTpl := `{"tlsClientConfig":{"caData":"{{ .caData | b64enc }}"},"bearerToken":"{{ .bearerToken }}"}`
-	if cr := c.Spec.Connection.Credentials; cr != nil {
-		if cr.SecretName != "" {
-			credKey = cr.SecretName
-		}
-		if cr.Type == "clientCertificate" {
-			configTpl = `{"tlsClientConfig":{"caData":"{{ .caData | b64enc }}","certData":"{{ .certData | b64enc }}","keyData":"{{ .keyData | b64enc }}"}}`
-		}
+	configTpl := bearerTokenConfigTemplate
+	if cr := c.Spec.Connection.Credentials; cr != nil && cr.Type == "clientCertificate" {
+		configTpl = clientCertificateConfigTemplate
 	}
 	if o.RepoURL == "" {
 		return nil, fmt.Errorf("hub mode needs the gitops repo URL: Argo CD sets ARGOCD_APP_SOURCE_REPO_URL")
@@ -297,7 +306,7 @@ func Hub(e validate.ClusterEntry, o Options) ([]Object, error) {
 		"ArgoNamespace":         o.ArgoNamespace,
 		"HubSecretStore":        o.HubSecretStore,
 		"InventoryNamespace":    o.InventoryNamespace,
-		"CredentialsKey":        e.Names.SecretPath + "/" + credKey,
+		"CredentialsKey":        e.Names.SecretPath + "/" + names.CredentialsSecret(c),
 		"ClusterConfigTemplate": configTpl,
 		"Project":               project,
 		"WorkloadProject":       names.OrgProject(c.Spec.Org),

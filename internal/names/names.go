@@ -89,6 +89,46 @@ const InClusterServer = "https://kubernetes.default.svc"
 // secret path) that holds the hub's credential for the spoke.
 const DefaultCredentialsSecret = "argocd-cluster"
 
+// ReservedSecretPrefix starts the names under a cluster's secret path that
+// are the platform's (DefaultCredentialsSecret among them): no spec.secrets
+// entry may take one, so neither a record nor spokeforge secrets sync writes
+// what the hub's store reads into Argo CD.
+const ReservedSecretPrefix = "argocd-"
+
+// Spoke Secrets that spokeforge itself writes, which a spec.secrets entry
+// (an ExternalSecret and its target Secret of that name) must not take over:
+// the credentials helper's AWS session and everything named spokeforge-
+// (the registry pull secret, the helper's objects).
+const (
+	AWSCredentialsSecret = "aws-credentials"
+	PlatformObjectPrefix = "spokeforge-"
+)
+
+// CredentialsSecret is the secret under c's secret path that holds the hub's
+// credential for the spoke: connection.credentials.secretName or the default.
+func CredentialsSecret(c *v1alpha1.Cluster) string {
+	if cr := c.Spec.Connection.Credentials; cr != nil && cr.SecretName != "" {
+		return cr.SecretName
+	}
+	return DefaultCredentialsSecret
+}
+
+// ReservedSecretProblem says why name may not be a spec.secrets entry of c
+// ("" if it may): it is c's connection credential, in the platform's prefix,
+// or one of the Secrets spokeforge writes on the spoke.
+// No message names the secret: a record may have put a credential in secretName.
+func ReservedSecretProblem(c *v1alpha1.Cluster, name string) string {
+	switch {
+	case name == CredentialsSecret(c):
+		return "is reserved: it is the cluster's connection credential (connection.credentials.secretName, default " + DefaultCredentialsSecret + "), which infrastructure writes for the hub, never the repo"
+	case strings.HasPrefix(name, ReservedSecretPrefix):
+		return "is reserved: names starting with " + ReservedSecretPrefix + " are the platform's (the hub's connection credential among them)"
+	case name == AWSCredentialsSecret || strings.HasPrefix(name, PlatformObjectPrefix):
+		return "is reserved: " + AWSCredentialsSecret + " and names starting with " + PlatformObjectPrefix + " are Secrets spokeforge writes on the spoke (the AWS session, the registry pull secret)"
+	}
+	return ""
+}
+
 // Lengths are checked beside the patterns, not with counted repetitions: a
 // pattern like x{1,512} compiles to a program of 512 copies of x, at package
 // init of every spokeforge process (it was 1.8 ms and 0.5 MB of each render).
@@ -146,6 +186,8 @@ func Derive(c *v1alpha1.Cluster) (*Names, []FieldError) {
 		full := n.SecretPath + "/" + sec.Name
 		n.Secrets = append(n.Secrets, Cloud{Purpose: sec.Name, Name: full, Field: field})
 		switch {
+		case ReservedSecretProblem(c, sec.Name) != "":
+			bad(field, "%s", ReservedSecretProblem(c, sec.Name))
 		case len(full) > 512 || !smRE.MatchString(full):
 			bad(field, "derived Secrets Manager name %q breaks its rules (1-512 of A-Za-z0-9/_+=.@-)", full)
 		case smSuffixRE.MatchString(full):
@@ -232,6 +274,11 @@ func Policies(c *v1alpha1.Cluster, n *Names) IAMPolicies {
 	}
 	var secrets, repos, queues, buckets, objects []string
 	for _, x := range n.Secrets {
+		// A second layer under Derive's check: the role never reads a reserved
+		// secret (the hub's credential for the spoke), whatever Names it is handed.
+		if ReservedSecretProblem(c, x.Purpose) != "" {
+			continue
+		}
 		// Secrets Manager appends "-" and six random characters to a secret's ARN.
 		secrets = append(secrets, arn("secretsmanager", "secret:"+x.Name+"-??????"))
 	}

@@ -1,10 +1,12 @@
 package names
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/spokeforge/spokeforge/internal/api/v1alpha1"
+	"github.com/spokeforge/spokeforge/internal/iampolicy"
 )
 
 func cluster(short string, edit func(*v1alpha1.ClusterSpec)) *v1alpha1.Cluster {
@@ -74,5 +76,55 @@ func TestDeriveRefusesOutOfRuleNames(t *testing.T) {
 			}
 			t.Fatalf("no error on %s mentioning %q: %v", tc.path, tc.msg, errs)
 		})
+	}
+}
+
+// TestReservedSecretNames: a spec.secrets entry may not take the cluster's
+// connection credential (the default or the record's secretName) or a name
+// in the platform's prefix; the refusal never repeats a secretName. Policies is
+// the second layer: handed Names that skipped that check, the workload role
+// still never reads the credential.
+func TestReservedSecretNames(t *testing.T) {
+	for _, tc := range []struct {
+		name, secretName string
+		refused          bool
+	}{
+		{"argocd-cluster", "", true},
+		{"argocd-x", "", true},
+		{"argocd-", "", true},
+		{"hub-creds7q", "hub-creds7q", true},
+		{"argocd-cluster", "hub-creds7q", true},
+		{"hub-creds7q", "", false},
+		{"argocd", "", false},
+		{"my-argocd-cluster", "", false},
+		{"aws-credentials", "", true},
+		{"spokeforge-registry", "", true},
+		{"spokeforge-x", "", true},
+		{"aws-credentials-2", "", false},
+	} {
+		c := cluster("eue1", func(s *v1alpha1.ClusterSpec) {
+			s.Connection.Credentials = &v1alpha1.Credentials{Type: "bearerToken", SecretName: tc.secretName}
+			s.Secrets = []v1alpha1.Secret{{Name: "ok"}, {Name: tc.name}}
+		})
+		n, errs := Derive(c)
+		if got := len(errs) == 1 && errs[0].Path == "spec.secrets[1].name" && strings.Contains(errs[0].Msg, "is reserved"); got != tc.refused {
+			t.Errorf("%s (secretName %q): refused %v, want %v: %v", tc.name, tc.secretName, got, tc.refused, errs)
+		}
+		for _, e := range errs {
+			if tc.secretName != "" && strings.Contains(e.Msg, tc.secretName) {
+				t.Errorf("the refusal repeats the name: %s", e.Msg)
+			}
+		}
+		if !tc.refused {
+			continue
+		}
+		p := Policies(c, n)
+		credential := fmt.Sprintf("arn:aws:secretsmanager:us-east-1:111122223333:secret:%s/%s-AbCdEf", n.SecretPath, CredentialsSecret(c))
+		asked := fmt.Sprintf("arn:aws:secretsmanager:us-east-1:111122223333:secret:%s/%s-AbCdEf", n.SecretPath, tc.name)
+		for _, arn := range []string{credential, asked} {
+			if d := iampolicy.Evaluate(iampolicy.Request{Action: "secretsmanager:GetSecretValue", Resource: arn}, *p.PermissionPolicy); d != iampolicy.ImplicitDeny {
+				t.Errorf("%s: the workload role reads %s: %s", tc.name, arn, d)
+			}
+		}
 	}
 }

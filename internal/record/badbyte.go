@@ -12,7 +12,7 @@ import (
 func yamlReadErr(file string, data []byte, err error) error {
 	line, col, what, ok := firstUnreadable(data)
 	if !ok {
-		return Error{File: file, Msg: "invalid YAML: " + cleanYAMLErr(err)}
+		return Error{File: file, Msg: "invalid YAML: " + syntaxErrText(err)}
 	}
 	return Error{File: file, Line: line, Msg: fmt.Sprintf("invalid YAML: column %d: %s (YAML files are UTF-8 text)", col, what)}
 }

@@ -113,7 +113,7 @@ func Parse(file string, data []byte) (*Document, error) {
 		if YAMLErrLine(err) == 0 {
 			return nil, yamlReadErr(file, data, err)
 		}
-		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
+		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + syntaxErrText(err)}
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
@@ -121,7 +121,7 @@ func Parse(file string, data []byte) (*Document, error) {
 	case err != nil && YAMLErrLine(err) == 0:
 		return nil, yamlReadErr(file, data, err)
 	case err != nil:
-		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + cleanYAMLErr(err)}
+		return nil, Error{File: file, Line: YAMLErrLine(err), Msg: "invalid YAML: " + syntaxErrText(err)}
 	default:
 		return nil, Error{File: file, Line: next.Line, Msg: "a second YAML document starts here: a record file holds exactly one document"}
 	}
@@ -184,9 +184,23 @@ func (d *decoder) intern(s string) string {
 // the value may be a credential.
 func (d *decoder) describeAt(n *yaml.Node, path string) string {
 	if d.secret(path) && n.Kind == yaml.ScalarNode {
-		return "a " + strings.TrimPrefix(n.Tag, "!!") + " (value not repeated)"
+		// A tag is the author's text too (!<anything>): only YAML's own are named.
+		switch n.Tag {
+		case "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp":
+			return "a " + strings.TrimPrefix(n.Tag, "!!") + " (value not repeated)"
+		}
+		return "a tagged value (not repeated)"
 	}
 	return describe(n)
+}
+
+// childPath is the path of a mapping's entry under key: where the path
+// may hold a credential, the key (the author's text) is not spelled out.
+func (d *decoder) childPath(path, key string) string {
+	if d.secret(join(path, key)) {
+		return join(path, "*")
+	}
+	return join(path, key)
 }
 
 // text checks a scalar that becomes a string: printable, single-line.
@@ -248,7 +262,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		d.object(n, v, path)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
-			d.fail(n, path, "expected a list, got %s", describe(n))
+			d.fail(n, path, "expected a list, got %s", d.describeAt(n, path))
 			return
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -258,7 +272,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(s)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			d.fail(n, path, "expected a mapping, got %s", describe(n))
+			d.fail(n, path, "expected a mapping, got %s", d.describeAt(n, path))
 			return
 		}
 		m := reflect.MakeMap(v.Type())
@@ -273,12 +287,12 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 				continue
 			}
 			if prev, dup := seen[k.Value]; dup {
-				d.fail(k, join(path, k.Value), "duplicate key (first at line %d)", prev)
+				d.fail(k, d.childPath(path, k.Value), "duplicate key (first at line %d)", prev)
 				continue
 			}
 			seen[k.Value] = k.Line
 			ev := reflect.New(v.Type().Elem()).Elem()
-			d.value(val, ev, join(path, k.Value))
+			d.value(val, ev, d.childPath(path, k.Value))
 			m.SetMapIndex(reflect.ValueOf(d.intern(k.Value)), ev)
 		}
 		v.Set(m)
@@ -288,7 +302,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		}
 		var x any
 		if err := n.Decode(&x); err != nil {
-			d.fail(n, path, "%s", cleanYAMLErr(err))
+			if d.secret(path) {
+				d.fail(n, path, "does not decode as YAML (the value is not repeated)")
+			} else {
+				d.fail(n, path, "%s", cleanYAMLErr(err))
+			}
 			return
 		}
 		v.Set(reflect.ValueOf(&x).Elem())
@@ -320,7 +338,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 
 func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "expected a mapping, got %s", describe(n))
+		d.fail(n, path, "expected a mapping, got %s", d.describeAt(n, path))
 		return
 	}
 	fields := map[string]int{}
@@ -336,7 +354,11 @@ func (d *decoder) object(n *yaml.Node, v reflect.Value, path string) {
 		k, val := n.Content[i], n.Content[i+1]
 		fp := join(path, k.Value)
 		if prev, dup := seen[k.Value]; dup {
-			d.fail(k, fp, "duplicate key (first at line %d)", prev)
+			if _, known := fields[k.Value]; !known && d.secret(fp) {
+				d.fail(k, path, "duplicate key (first at line %d), name not repeated", prev)
+			} else {
+				d.fail(k, fp, "duplicate key (first at line %d)", prev)
+			}
 			continue
 		}
 		seen[k.Value] = k.Line
@@ -405,6 +427,15 @@ func YAMLErrLine(err error) int {
 	}
 	return 0
 }
+
+// syntaxErrText is a parse error's text without what yaml.v3 quotes from
+// the file (an anchor's name, as in "unknown anchor 'x' referenced"): a
+// parse error has no field path, so the quoted text may be a credential.
+func syntaxErrText(err error) string {
+	return quotedRE.ReplaceAllString(cleanYAMLErr(err), "(name not repeated)")
+}
+
+var quotedRE = regexp.MustCompile("'[^']*'|`[^`]*`|\"[^\"]*\"")
 
 func cleanYAMLErr(err error) string {
 	s := strings.TrimPrefix(err.Error(), "yaml: ")

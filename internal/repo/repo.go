@@ -119,7 +119,7 @@ func decodeBytes(display string, data []byte, out any, strs map[string]string) (
 	if err != nil {
 		return nil, asErrors(err)
 	}
-	doc.Secret, doc.Strings = SecretField, strs
+	doc.Secret, doc.Strings = secretField, strs
 	lines, err := doc.Decode(out)
 	if err != nil {
 		return lines, asErrors(err)
@@ -141,15 +141,23 @@ func asErrors(err error) record.Errors {
 
 // ParseCluster decodes and validates a cluster record and derives its names.
 func ParseCluster(display string, data []byte) (validate.ClusterEntry, record.Errors) {
+	return parseCluster(display, "", data, nil)
+}
+
+// parseCluster decodes and checks a cluster record whose directory is
+// dirName ("" not checked), interning strings in strs when not nil; its
+// findings never hold a text of connection.credentials (scrubCredentials).
+func parseCluster(display, dirName string, data []byte, strs map[string]string) (validate.ClusterEntry, record.Errors) {
 	var c v1alpha1.Cluster
-	lines, errs := DecodeBytes(display, data, &c)
+	lines, errs := decodeBytes(display, data, &c, strs)
 	if errs != nil {
-		return validate.ClusterEntry{}, withFieldChecks(errs, lines, func() record.Errors {
-			_, cerrs := checkCluster(display, "", lines, &c)
+		return validate.ClusterEntry{}, scrubCredentials(data, withFieldChecks(errs, lines, func() record.Errors {
+			_, cerrs := checkCluster(display, dirName, lines, &c)
 			return cerrs
-		})
+		}))
 	}
-	return checkCluster(display, "", lines, &c)
+	e, errs := checkCluster(display, dirName, lines, &c)
+	return e, scrubCredentials(data, errs)
 }
 
 func checkCluster(display, dirName string, lines record.Lines, c *v1alpha1.Cluster) (validate.ClusterEntry, record.Errors) {
@@ -185,8 +193,6 @@ func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) 
 		}
 		return validate.ClusterEntry{}, record.Errors{{File: display, Msg: msg}}
 	}
-	var c v1alpha1.Cluster
-	lines, errs := DecodeBytes(display, data, &c)
 	dirName := path.Base(filepath.ToSlash(filepath.Clean(displayDir)))
 	if dirName == "." || dirName == "/" || displayDir == "" {
 		abs, err := filepath.Abs(dir)
@@ -195,13 +201,7 @@ func LoadCluster(dir, displayDir string) (validate.ClusterEntry, record.Errors) 
 		}
 		dirName = filepath.Base(abs)
 	}
-	if errs != nil {
-		return validate.ClusterEntry{}, withFieldChecks(errs, lines, func() record.Errors {
-			_, cerrs := checkCluster(display, dirName, lines, &c)
-			return cerrs
-		})
-	}
-	return checkCluster(display, dirName, lines, &c)
+	return parseCluster(display, dirName, data, nil)
 }
 
 // Load reads every record of the repo checked out at root (ReadFiles) and
@@ -333,15 +333,23 @@ func load(fsys fs.FS, l *Loader) (*Repo, record.Errors) {
 		res := l.file(fsys, f, func() *fileResult {
 			var c v1alpha1.Cluster
 			lines, failed := decode(fsys, l, f, f, &c)
+			// Read again only for findings, which never hold a credential's text.
+			scrub := func(errs record.Errors) record.Errors {
+				if len(errs) == 0 {
+					return errs
+				}
+				data, _ := fs.ReadFile(fsys, f)
+				return scrubCredentials(data, errs)
+			}
 			if failed != nil {
-				failed.errs = withFieldChecks(failed.errs, lines, func() record.Errors {
+				failed.errs = scrub(withFieldChecks(failed.errs, lines, func() record.Errors {
 					_, errs := checkCluster(f, path.Base(path.Dir(f)), lines, &c)
 					return errs
-				})
+				}))
 				return failed
 			}
 			e, errs := checkCluster(f, path.Base(path.Dir(f)), lines, &c)
-			res := &fileResult{cluster: e, kept: true, errs: errs}
+			res := &fileResult{cluster: e, kept: true, errs: scrub(errs)}
 			res.trimLines(l)
 			return res
 		})

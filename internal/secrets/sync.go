@@ -18,6 +18,7 @@ import (
 	smtypes "github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/spokeforge/spokeforge/internal/names"
 	"github.com/spokeforge/spokeforge/internal/record"
 	"github.com/spokeforge/spokeforge/internal/repo"
 	"github.com/spokeforge/spokeforge/internal/secretfile"
@@ -178,6 +179,10 @@ func plan(root string, c validate.ClusterEntry) []*job {
 			region: c.Cluster.Spec.Region, data: files[p], binding: secretfile.Binding(c.Cluster.Metadata.Name, s.Name),
 			tags: map[string]string{TagCluster: c.Cluster.Metadata.Name, TagRecord: c.File, TagFile: p}}
 		switch {
+		case names.ReservedSecretProblem(c.Cluster, s.Name) != "":
+			// A second layer under the record check (names.Derive): the hub's
+			// store turns the credential into Argo CD's cluster Secret.
+			j.fail = fmt.Sprintf("%s spec.secrets[%d].name %s; the sync never writes it (from %s)", c.File, i, names.ReservedSecretProblem(c.Cluster, s.Name), p)
 		case refused[p] != "":
 			j.fail = refused[p]
 		case j.data == nil:

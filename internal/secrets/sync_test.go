@@ -19,6 +19,7 @@ import (
 	"github.com/getsops/sops/v3/stores/yaml"
 
 	"github.com/spokeforge/spokeforge/internal/awsfake"
+	"github.com/spokeforge/spokeforge/internal/repo"
 	"github.com/spokeforge/spokeforge/internal/secretfile"
 	"github.com/spokeforge/spokeforge/internal/sopstest"
 )
@@ -496,5 +497,52 @@ func TestSyncRefusesACopiedFile(t *testing.T) {
 	v, err := w.client().GetSecretValue(context.Background(), &sm.GetSecretValueInput{SecretId: aws.String(apiKey)})
 	if err != nil || aws.ToString(v.SecretString) != `{"token":"a"}` {
 		t.Fatalf("written value %q (%v), want only the secret's keys", aws.ToString(v.SecretString), err)
+	}
+}
+
+// TestSyncNeverWritesAReservedName is the second layer under the record
+// check (names.Derive refuses a spec.secrets name that is the cluster's
+// connection credential or starts with names.ReservedSecretPrefix): with
+// that check bypassed, the sync still refuses the secret, names its file,
+// and makes no Secrets Manager call for it.
+func TestSyncNeverWritesAReservedName(t *testing.T) {
+	for _, tc := range []struct{ name, secretName string }{
+		{"argocd-cluster", ""},
+		{"argocd-anything", ""},
+		{"hub-creds", "hub-creds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, "")
+			w.secret("hf-token", map[string]string{"token": "b"})
+			e, errs := repo.LoadCluster(filepath.Join(w.root, "clusters", "gpu-east-1"), "clusters/gpu-east-1")
+			if len(errs) > 0 {
+				t.Fatal(errs)
+			}
+			// After Derive: the record check has passed the example's names.
+			if tc.secretName != "" {
+				e.Cluster.Spec.Connection.Credentials.SecretName = tc.secretName
+			}
+			e.Cluster.Spec.Secrets[1].Name = tc.name
+			e.Names.Secrets[1].Name = secretPath + tc.name
+			w.secret(tc.name, map[string]string{"bearerToken": "planted", "caData": "x"})
+			var job *job
+			for _, j := range plan(w.root, e) {
+				if j.item.Secret == secretPath+tc.name {
+					job = j
+				}
+			}
+			file := "clusters/gpu-east-1/secrets/" + tc.name + ".sops.yaml"
+			if job == nil {
+				t.Fatal("no job planned for the secret")
+			}
+			if !strings.Contains(job.fail, "is reserved") || !strings.Contains(job.fail, file) {
+				t.Fatalf("planned refusal %q: want one that names %s", job.fail, file)
+			}
+			before := w.calls()
+			(&secretSync{o: Options{Decrypt: Decrypt}, c: w.client(), j: job}).run(context.Background())
+			if job.item.Status != Failed || fmt.Sprint(w.calls()) != fmt.Sprint(before) || w.aws.SecretVersions(secretPath+tc.name) != 0 {
+				t.Fatalf("status %s, calls %v then %v: the reserved secret reached Secrets Manager", job.item.Status, before, w.calls())
+			}
+		})
 	}
 }

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"fmt"
 	"reflect"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/Masterminds/sprig/v3"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,8 +94,9 @@ func (s *StandInControllers) Serve(key string, data map[string]string) {
 
 // syncTarget writes the target Secret of an ExternalSecret whose dataFrom extracts a key the
 // store holds, as External Secrets Operator does: target.template.data executed as Go templates
-// over the key's data (with ESO's b64enc), template.metadata's labels and annotations, an owner
-// reference for creationPolicy Owner. Other ExternalSecrets are left to the harness.
+// over the key's data (esoTemplateFuncs), the key's own data as well only without a template or
+// with mergePolicy Merge, template.metadata's labels and annotations, an owner reference for
+// creationPolicy Owner. Other ExternalSecrets are left to the harness.
 func (s *StandInControllers) syncTarget(ctx context.Context, u *unstructured.Unstructured) error {
 	from, _, _ := unstructured.NestedSlice(u.Object, "spec", "dataFrom")
 	var data map[string]string
@@ -124,15 +125,14 @@ func (s *StandInControllers) syncTarget(ctx context.Context, u *unstructured.Uns
 		sec.OwnerReferences = []metav1.OwnerReference{{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Name: u.GetName(), UID: u.GetUID(), Controller: ptr.To(true)}}
 	}
 	tpl, found, _ := unstructured.NestedStringMap(target, "template", "data")
-	if !found {
+	merge, _, _ := unstructured.NestedString(target, "template", "mergePolicy")
+	if !found || merge == "Merge" {
 		for k, v := range data {
 			sec.Data[k] = []byte(v)
 		}
 	}
 	for k, text := range tpl {
-		t, err := template.New(k).Option("missingkey=error").Funcs(template.FuncMap{
-			"b64enc": func(v string) string { return base64.StdEncoding.EncodeToString([]byte(v)) },
-		}).Parse(text)
+		t, err := template.New(k).Option("missingkey=error").Funcs(esoTemplateFuncs()).Parse(text)
 		if err != nil {
 			return fmt.Errorf("template %s: %w", k, err)
 		}
@@ -157,6 +157,17 @@ func (s *StandInControllers) syncTarget(ctx context.Context, u *unstructured.Uns
 	have.Data, have.Labels, have.Annotations, have.OwnerReferences = sec.Data, sec.Labels, sec.Annotations, sec.OwnerReferences
 	_, err = secrets.Update(ctx, have, metav1.UpdateOptions{FieldManager: "spokeforge-e2e-stand-in"})
 	return err
+}
+
+// esoTemplateFuncs are the functions of External Secrets Operator's template engine v2
+// (pkg/template/v2 in v0.16.2): sprig's text functions less env and expandenv, and ESO's own
+// PEM, PKCS#12 and JWK helpers, which spokeforge's templates do not call and the stand-in leaves
+// out. ESO's package is not imported: it would bring every provider SDK into this module.
+func esoTemplateFuncs() template.FuncMap {
+	funcs := sprig.TxtFuncMap()
+	delete(funcs, "env")
+	delete(funcs, "expandenv")
+	return funcs
 }
 
 // Writes returns how many status writes the stand-ins made.
