@@ -16,8 +16,8 @@ generate:
 	$(GO) test ./cmp/render -run TestGolden -update
 
 # The conformance tests through Argo CD v3.6.2's own code, the Lua checks' included, are a module
-# of their own (test/conformance-v3), so that the main module's tests compile no Argo CD (only
-# the e2e,bench-tagged repo-server benchmark imports v2.14.21). v3.6.2 needs Go 1.27:
+# of their own (test/conformance-v3), so that the main module compiles no Argo CD (the e2e,bench
+# repo-server benchmark, which calls Argo CD's gRPC client, is there too). v3.6.2 needs Go 1.27:
 # GOTOOLCHAIN=go1.27.3 has the go command fetch that toolchain (from the module proxy) for that
 # module only; the main module builds with the local Go.
 # go test runs without its own vet: `make vet` (run first) checks the main module's packages with
@@ -50,7 +50,7 @@ bench:
 # helm and kustomize sources, on the e2e hub (docs/benchmarks.md).
 bench-e2e: e2e-install
 	test/bench/build-tools.sh >/dev/null
-	SPOKEFORGE_E2E_BENCH=1 $(GO) test -tags e2e,bench -count=1 -timeout 20m -run '^TestBenchRepoServer$$' -v ./test/e2e/
+	cd test/conformance-v3 && SPOKEFORGE_E2E_BENCH=1 GOTOOLCHAIN=go1.27.3 $(GO) test -tags e2e,bench -count=1 -timeout 20m -run '^TestBenchRepoServer$$' -v ./repobench/
 
 # The fleet benchmark on the real e2e hub (docs/benchmarks.md, "A fleet"): a gitops repo of
 # FLEET_SIZES records through the real ApplicationSets, beside the same spokes as plain
