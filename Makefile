@@ -1,7 +1,7 @@
 GO ?= go
 BIN ?= bin/spokeforge
 
-.PHONY: build test bench bench-e2e bench-fleet vet vet-all fmt generate
+.PHONY: build test bench bench-e2e bench-fleet vet vet-all vulncheck fmt generate
 
 build:
 	$(GO) build -o $(BIN) .
@@ -25,7 +25,7 @@ generate:
 # One pass with -tags e2e covers the e2e harness too (only its files carry the tag).
 # Test binaries link without DWARF (-ldflags=-w): a quarter less link time each, and no test
 # reads it.
-test: vet
+test: vet vulncheck
 	$(GO) test -vet=off -ldflags=-w -count=1 ./...
 	cd test/conformance-v3 && GOTOOLCHAIN=go1.27.3 $(GO) test -vet=off -ldflags=-w -count=1 ./...
 
@@ -33,6 +33,12 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags cmponly .
+
+# govulncheck (pinned) on both shipped binaries, the default build and -tags cmponly, against the
+# Go vulnerability database committed in hack/vulndb (its date is printed): fails on any called
+# vulnerability (docs/dependencies.md).
+vulncheck:
+	GO=$(GO) hack/vulncheck.sh
 
 # vet-all also vets test/conformance-v3 (tests only, no product code): its pass re-derives vet's
 # facts over Argo CD v3.6.2's whole dependency graph, about 130 s that CI's hour cannot spare
