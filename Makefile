@@ -1,7 +1,7 @@
 GO ?= go
 BIN ?= bin/spokeforge
 
-.PHONY: build test bench bench-e2e bench-fleet vet vet-all fmt generate
+.PHONY: build test bench bench-e2e bench-fleet vet vet-all vulncheck fmt generate
 
 build:
 	$(GO) build -o $(BIN) .
@@ -16,8 +16,8 @@ generate:
 	$(GO) test ./cmp/render -run TestGolden -update
 
 # The conformance tests through Argo CD v3.6.2's own code, the Lua checks' included, are a module
-# of their own (test/conformance-v3), so that the main module's tests compile no Argo CD (only
-# the e2e,bench-tagged repo-server benchmark imports v2.14.21). v3.6.2 needs Go 1.27:
+# of their own (test/conformance-v3), so that the main module compiles no Argo CD (the e2e,bench
+# repo-server benchmark, which calls Argo CD's gRPC client, is there too). v3.6.2 needs Go 1.27:
 # GOTOOLCHAIN=go1.27.3 has the go command fetch that toolchain (from the module proxy) for that
 # module only; the main module builds with the local Go.
 # go test runs without its own vet: `make vet` (run first) checks the main module's packages with
@@ -25,7 +25,7 @@ generate:
 # One pass with -tags e2e covers the e2e harness too (only its files carry the tag).
 # Test binaries link without DWARF (-ldflags=-w): a quarter less link time each, and no test
 # reads it.
-test: vet
+test: vet vulncheck
 	$(GO) test -vet=off -ldflags=-w -count=1 ./...
 	cd test/conformance-v3 && GOTOOLCHAIN=go1.27.3 $(GO) test -vet=off -ldflags=-w -count=1 ./...
 
@@ -33,6 +33,12 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet -tags e2e ./...
 	$(GO) vet -tags cmponly .
+
+# govulncheck (pinned) on both shipped binaries, the default build and -tags cmponly, against the
+# Go vulnerability database committed in hack/vulndb (its date is printed): fails on any called
+# vulnerability (docs/dependencies.md).
+vulncheck:
+	GO=$(GO) hack/vulncheck.sh
 
 # vet-all also vets test/conformance-v3 (tests only, no product code): its pass re-derives vet's
 # facts over Argo CD v3.6.2's whole dependency graph, about 130 s that CI's hour cannot spare
@@ -50,7 +56,7 @@ bench:
 # helm and kustomize sources, on the e2e hub (docs/benchmarks.md).
 bench-e2e: e2e-install
 	test/bench/build-tools.sh >/dev/null
-	SPOKEFORGE_E2E_BENCH=1 $(GO) test -tags e2e,bench -count=1 -timeout 20m -run '^TestBenchRepoServer$$' -v ./test/e2e/
+	cd test/conformance-v3 && SPOKEFORGE_E2E_BENCH=1 GOTOOLCHAIN=go1.27.3 $(GO) test -tags e2e,bench -count=1 -timeout 20m -run '^TestBenchRepoServer$$' -v ./repobench/
 
 # The fleet benchmark on the real e2e hub (docs/benchmarks.md, "A fleet"): a gitops repo of
 # FLEET_SIZES records through the real ApplicationSets, beside the same spokes as plain

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go/aws/awserr"
 	"github.com/aws/smithy-go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -39,13 +38,29 @@ func NotAuthorized(err error) bool {
 	return notAuthorizedCodes[errorCode(err)]
 }
 
+// v1Error and v1RequestFailure are aws-sdk-go v1's awserr.Error and awserr.RequestFailure (the
+// Roles Anywhere helper returns its errors), matched by their methods so that spokeforge imports
+// no SDK v1 (out of support since July 2025).
+type v1Error interface {
+	error
+	Code() string
+	Message() string
+	OrigErr() error
+}
+
+type v1RequestFailure interface {
+	v1Error
+	StatusCode() int
+	RequestID() string
+}
+
 // errorCode is the AWS error code of err, or "".
 func errorCode(err error) string {
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		return api.ErrorCode()
 	}
-	var v1 awserr.Error
+	var v1 v1Error
 	if errors.As(err, &v1) {
 		return v1.Code()
 	}
@@ -57,7 +72,7 @@ func httpStatus(err error) int {
 	if errors.As(err, &re) {
 		return re.HTTPStatusCode()
 	}
-	var v1 awserr.RequestFailure
+	var v1 v1RequestFailure
 	if errors.As(err, &v1) {
 		return v1.StatusCode()
 	}

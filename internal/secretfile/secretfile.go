@@ -22,7 +22,7 @@ import (
 	"strings"
 	"sync"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/spokeforge/spokeforge/internal/record"

@@ -4,7 +4,8 @@
 // Lua VM for the health checks, beside v3.6.2's built-in checks (health_test.go); it also builds
 // the install overlay on the v3.6.2 and v3.4.7 release manifests. Package lua (./lua) runs the Lua
 // checks' own tests and benchmarks through v3.6.2's Lua VM. It is a module of its own so that the
-// main module's tests compile no Argo CD (only its e2e repo-server benchmark, -tags e2e,bench,
-// imports Argo CD v2.14.21); `make test` runs both. Argo CD v3.6.2 needs Go 1.27, so this module
+// main module compiles no Argo CD; the e2e repo-server benchmark (./repobench, -tags e2e,bench),
+// which calls the repo-server through Argo CD's gRPC client, is here for the same reason. `make
+// test` runs both. Argo CD v3.6.2 needs Go 1.27, so this module
 // is built with GOTOOLCHAIN=go1.27.3 (the Makefile sets it; see go.mod).
 package conformance

@@ -1,6 +1,9 @@
 //go:build e2e && bench
 
-package e2e
+// Package repobench times the real argocd-repo-server on the e2e hub (TestBenchRepoServer). It
+// lives in the Argo CD v3 module because it calls the repo-server through Argo CD's own gRPC
+// client: the main module imports no Argo CD.
+package repobench
 
 import (
 	"context"
@@ -10,19 +13,38 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
-	"github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
-	"github.com/argoproj/argo-cd/v2/reposerver/apiclient"
-	"github.com/argoproj/argo-cd/v2/util/io/files"
-	"github.com/argoproj/argo-cd/v2/util/tgzstream"
+	"github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
+	"github.com/argoproj/argo-cd/v3/reposerver/apiclient"
+	"github.com/argoproj/argo-cd/v3/util/io/files"
+	"github.com/argoproj/argo-cd/v3/util/tgzstream"
+	utiltls "github.com/argoproj/argo-cd/v3/util/tls"
+
+	"github.com/spokeforge/spokeforge/test/e2e"
 )
+
+// TestMain kills the hub's processes after the test, and on SIGINT/SIGTERM, as the e2e suite's does.
+func TestMain(m *testing.M) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		<-sig
+		e2e.KillAll()
+		os.Exit(130)
+	}()
+	code := m.Run()
+	e2e.KillAll()
+	os.Exit(code)
+}
 
 // TestBenchRepoServer times the real argocd-repo-server generating the example GPU spoke's
 // manifests: through the spokeforge CMP sidecar (repo-server → cmp-server → spokeforge render),
@@ -36,7 +58,7 @@ import (
 // SPOKEFORGE_E2E_BENCH_DISCOVER=1 runs the cmp-server with cmp/plugin.yaml plus a discover
 // rule; SPOKEFORGE_E2E_BENCH_OUT=FILE also writes the table to FILE.
 //
-//	SPOKEFORGE_E2E_BENCH=1 go test -tags e2e -count=1 -run TestBenchRepoServer -v ./test/e2e/
+//	cd test/conformance-v3 && SPOKEFORGE_E2E_BENCH=1 GOTOOLCHAIN=go1.27.3 go test -tags e2e,bench -count=1 -run TestBenchRepoServer -v ./repobench/
 func TestBenchRepoServer(t *testing.T) {
 	if os.Getenv("SPOKEFORGE_E2E_BENCH") == "" {
 		t.Skip("set SPOKEFORGE_E2E_BENCH=1 to run the repo-server benchmark")
@@ -49,12 +71,16 @@ func TestBenchRepoServer(t *testing.T) {
 		}
 		rounds = n
 	}
-	var opts Options
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := e2e.Options{RepoRoot: root}
 	if os.Getenv("SPOKEFORGE_E2E_BENCH_DISCOVER") != "" {
 		// cmp/plugin.yaml plus a discover rule: Argo CD then calls MatchRepository (the
 		// repository streamed to the sidecar once more) before every GenerateManifest.
 		dir := t.TempDir()
-		b, err := os.ReadFile(filepath.Join("..", "..", "cmp", "plugin.yaml"))
+		b, err := os.ReadFile(filepath.Join(root, "cmp", "plugin.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,11 +94,10 @@ func TestBenchRepoServer(t *testing.T) {
 		opts.PluginConfigDir = dir
 		t.Log("plugin.yaml with a discover rule (fileName: cluster.yaml)")
 	}
-	h := StartHub(t, opts)
+	h := e2e.StartHub(t, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
-	root := filepath.Join("..", "..")
 	files := map[string]string{}
 	add := func(repoDir, src string, keep func(string) bool) {
 		err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
@@ -170,7 +195,7 @@ func TestBenchRepoServer(t *testing.T) {
 		sources = append(sources, source{tool.name, tool.src, ""})
 	}
 
-	closer, client, err := apiclient.NewRepoServerClientset(h.RepoServerAddr, 120, apiclient.TLSConfiguration{DisableTLS: true}).NewRepoServerClient()
+	closer, client, err := apiclient.NewRepoServerClientset(h.RepoServerAddr, 120, utiltls.Configuration{DisableTLS: true}).NewRepoServerClient()
 	if err != nil {
 		t.Fatal(err)
 	}
