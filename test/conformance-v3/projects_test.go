@@ -1,11 +1,11 @@
-package cmp
+package conformance
 
 import (
 	"encoding/json"
 	"path/filepath"
 	"testing"
 
-	argov1 "github.com/argoproj/argo-cd/v2/pkg/apis/application/v1alpha1"
+	argov1 "github.com/argoproj/argo-cd/v3/pkg/apis/application/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/spokeforge/spokeforge/cmp/render"
@@ -17,11 +17,15 @@ import (
 	"github.com/spokeforge/spokeforge/internal/validate"
 )
 
+// projectsTestOptions are an install's render options (projects mode reads
+// the Argo CD namespace and the repo URL).
+var projectsTestOptions = render.Options{ArgoNamespace: "argocd", RepoURL: "https://git.example.com/gitops.git", TargetRevision: "HEAD"}
+
 // exampleProject is the AppProject projects mode renders for org from
 // examples/gitops, as Argo CD decodes it.
 func exampleProject(t *testing.T, r *repo.Repo, org string) argov1.AppProject {
 	t.Helper()
-	objs, err := render.Projects(r.Clusters, r.Orgs, r.Products, hubTestOptions)
+	objs, err := render.Projects(r.Clusters, r.Orgs, r.Products, projectsTestOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,18 +47,18 @@ func exampleProject(t *testing.T, r *repo.Repo, org string) argov1.AppProject {
 	return argov1.AppProject{}
 }
 
-// TestOrgProjectKinds: Argo CD's own permission check (IsGroupKindPermitted)
+// TestOrgProjectKinds: Argo CD's own permission check (IsGroupKindNamePermitted)
 // on the rendered org AppProject admits exactly hubpolicy.ZoneKinds among
 // the kinds a zone might try, and none that reads secrets through a
 // platform store, holds a credential or grants RBAC.
 func TestOrgProjectKinds(t *testing.T) {
-	r, errs := repo.Load(filepath.Join("..", "examples", "gitops"))
+	r, errs := repo.Load(filepath.Join("..", "..", "examples", "gitops"))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
 	p := exampleProject(t, r, "acme")
 	for _, k := range hubpolicy.ZoneKinds {
-		if !p.IsGroupKindPermitted(schema.GroupKind{Group: k.Group, Kind: k.Kind}, true) {
+		if !p.IsGroupKindNamePermitted(schema.GroupKind{Group: k.Group, Kind: k.Kind}, "", true) {
 			t.Errorf("%s/%s is listed in hubpolicy.ZoneKinds but the project refuses it", k.Group, k.Kind)
 		}
 	}
@@ -75,7 +79,7 @@ func TestOrgProjectKinds(t *testing.T) {
 		{"", "PersistentVolume", false}, {"storage.k8s.io", "StorageClass", false}, {"nfd.k8s-sigs.io", "NodeFeatureRule", false},
 		{"apiextensions.k8s.io", "CustomResourceDefinition", false}, {"admissionregistration.k8s.io", "MutatingWebhookConfiguration", false},
 	} {
-		if p.IsGroupKindPermitted(schema.GroupKind{Group: k.group, Kind: k.kind}, k.namespaced) {
+		if p.IsGroupKindNamePermitted(schema.GroupKind{Group: k.group, Kind: k.kind}, "", k.namespaced) {
 			t.Errorf("the org project admits %s/%s", k.group, k.kind)
 		}
 	}
@@ -86,7 +90,7 @@ func TestOrgProjectKinds(t *testing.T) {
 // (IsDestinationPermitted) on the rendered org AppProject refuses it: both
 // come from the org's spec.hubNamespaces.
 func TestZoneNamespacesAsTheProjectDecides(t *testing.T) {
-	r, errs := repo.Load(filepath.Join("..", "examples", "gitops"))
+	r, errs := repo.Load(filepath.Join("..", "..", "examples", "gitops"))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -94,7 +98,7 @@ func TestZoneNamespacesAsTheProjectDecides(t *testing.T) {
 	for _, ns := range []string{"checkout-rc", "argocd", "external-secrets", "cert-manager", "kube-system", "kube-public",
 		"spokeforge-system", "default", "platform", "training", "checkout-prod", "checkout-rc-2"} {
 		for _, cluster := range []string{"", "hub-local"} {
-			permitted, err := p.IsDestinationPermitted(argov1.ApplicationDestination{Server: names.InClusterServer, Namespace: ns}, nil)
+			permitted, err := p.IsDestinationPermitted(&argov1.Cluster{Server: names.InClusterServer, Name: "in-cluster"}, ns, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
