@@ -524,7 +524,9 @@ func (b *browser) click(t *testing.T, selector string) {
 
 // open opens the resource panel of the tree node selector matches, whose resource is name:
 // it closes an open panel first (it covers the tree) and clicks again when a click landed
-// while a panel was still sliding away.
+// while a panel was still sliding away. It waits 10 s for the panel before clicking again:
+// closing the panel cancels argocd-server's read of the resource, and a large one (the
+// decoy's 1.5 MiB status) takes seconds to arrive.
 func (b *browser) open(t *testing.T, selector, name string) {
 	t.Helper()
 	header := `((document.querySelector('.resource-details__header h1') || {}).textContent || "")`
@@ -538,7 +540,7 @@ func (b *browser) open(t *testing.T, selector, name string) {
 			t.Fatal(err)
 		}
 		b.click(t, selector)
-		for i := 0; i < 12 && shown != name; i++ {
+		for i := 0; i < 40 && shown != name; i++ {
 			time.Sleep(250 * time.Millisecond)
 			_ = b.run(chromedp.Evaluate(header, &shown))
 		}
