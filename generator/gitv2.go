@@ -37,8 +37,23 @@ const maxLsRefsBytes = 1 << 20
 // v2Client reaches git hosts as go-git does (the environment's proxy),
 // on a transport of its own: http.DefaultTransport carries the render
 // sandbox's guard, which refuses every request while a build runs.
+// It follows a redirect only to the same scheme and host: the request
+// carries the repo's basic-auth token, which a redirect elsewhere (or down
+// to plain http) would hand to whoever the git server names.
 var v2Client = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true,
-	TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second, MaxIdleConns: 10}}
+	TLSHandshakeTimeout: 10 * time.Second, IdleConnTimeout: 90 * time.Second, MaxIdleConns: 10},
+	CheckRedirect: sameOriginRedirect}
+
+func sameOriginRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	switch {
+	case len(via) >= 10:
+		return errors.New("stopped after 10 redirects")
+	case req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host):
+		return fmt.Errorf("the git server redirects to another host or scheme (%s://%s): not followed", req.URL.Scheme, req.URL.Host)
+	}
+	return nil
+}
 
 // refCandidates are the ref names a revision may be, first match wins (resolveRef).
 func refCandidates(rev string) []plumbing.ReferenceName {

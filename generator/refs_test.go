@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
@@ -238,5 +240,49 @@ func TestOffers(t *testing.T) {
 		if got := offers(tc.caps, tc.command); got != tc.want {
 			t.Errorf("offers(%q, %q) = %v", tc.caps, tc.command, got)
 		}
+	}
+}
+
+// TestV2RedirectKeepsTheToken: a v2 look that the git server redirects to
+// another host is not followed, so the repo's basic-auth token never
+// reaches that host; a redirect on the same host is followed.
+func TestV2RedirectKeepsTheToken(t *testing.T) {
+	var leaked atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := r.BasicAuth(); ok {
+			leaked.Store(true)
+		}
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	defer other.Close()
+	var sameHost atomic.Bool
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/moved/info/refs" {
+			sameHost.Store(true)
+			http.Error(w, "no", http.StatusNotFound)
+			return
+		}
+		target := other.URL
+		if strings.HasPrefix(r.URL.Path, "/local") {
+			target = ""
+		}
+		http.Redirect(w, r, target+"/moved/info/refs?service=git-upload-pack", http.StatusFound)
+	}))
+	defer origin.Close()
+	auth := &githttp.BasicAuth{Username: "git", Password: "token-canary"}
+	for _, path := range []string{"/remote.git", "/local.git"} {
+		_, err := v2Command(context.Background(), origin.URL+path, auth, "ls-refs", nil)
+		if err == nil {
+			t.Fatalf("%s: a redirect to a 404 answered", path)
+		}
+		if strings.Contains(err.Error(), "token-canary") {
+			t.Errorf("%s: the error repeats the token: %v", path, err)
+		}
+	}
+	if leaked.Load() {
+		t.Error("the basic-auth token reached the other host")
+	}
+	if !sameHost.Load() {
+		t.Error("a redirect on the same host was not followed")
 	}
 }
