@@ -389,15 +389,7 @@ func fleetHubSetup(ctx context.Context, t *testing.T, h *Hub, repo *GitRepo, n i
 	if _, err := h.Hub.Dynamic.Resource(schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects"}).Namespace(ArgoCDNamespace).Patch(ctx, "default", types.MergePatchType, window, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, h.Spokeforge, "render", "--mode", "projects")
-	cmd.Dir = repo.Work
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	projects, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("render --mode projects: %v: %s", err, stderr.String())
-	}
-	if _, err := h.Hub.Apply(ctx, string(projects)); err != nil {
+	if err := h.ApplyRenderedProjects(ctx, repo.Work); err != nil {
 		t.Fatal(err)
 	}
 	gen, err := h.StartGenerator(ctx, repo.URL)

@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -61,6 +63,21 @@ spec:
   destinations: [{server: https://kubernetes.default.svc, namespace: '*'}, {name: %[3]s, namespace: '*'}]
   clusterResourceWhitelist: [{group: '', kind: Namespace}]
 `, org, ArgoCDNamespace, cluster))
+	return err
+}
+
+// ApplyRenderedProjects applies the org AppProjects that spokeforge's projects mode renders
+// from the gitops work tree dir, as the install's projects Application would.
+func (h *Hub) ApplyRenderedProjects(ctx context.Context, dir string) error {
+	cmd := exec.CommandContext(ctx, h.Spokeforge, "render", "--mode", "projects")
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	projects, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("render --mode projects: %v: %s", err, stderr.String())
+	}
+	_, err = h.Hub.Apply(ctx, string(projects))
 	return err
 }
 

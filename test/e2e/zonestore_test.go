@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -64,15 +63,7 @@ spec:
 	if out, err := exec.CommandContext(ctx, h.Spokeforge, "validate", repo.Work).CombinedOutput(); err != nil {
 		t.Fatalf("validate refused the zone in its org's hub namespace: %v\n%s", err, out)
 	}
-	cmd := exec.CommandContext(ctx, h.Spokeforge, "render", "--mode", "projects")
-	cmd.Dir = repo.Work
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	projects, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("render --mode projects: %v: %s", err, stderr.String())
-	}
-	if _, err := h.Hub.Apply(ctx, string(projects)); err != nil {
+	if err := h.ApplyRenderedProjects(ctx, repo.Work); err != nil {
 		t.Fatal(err)
 	}
 
